@@ -1,0 +1,13 @@
+// The public API of loom in one include: #include <loom/loom.h>.
+#pragma once
+
+#include "tensor/autograd.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/error.h"
+#include "tensor/random.h"
+#include "tensor/shape.h"
+#include "tensor/tensor.h"
+#include "tensor/cuda/caching_allocator.h"
+#include "tensor/cuda/runtime.h"
+#include "ops/ops.h"

@@ -1,0 +1,8 @@
+// Every differentiable op of loom, one family per header.
+#pragma once
+
+#include "ops/activation.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/reduction.h"
+#include "ops/shape_ops.h"

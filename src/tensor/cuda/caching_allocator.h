@@ -1,0 +1,36 @@
+// The CUDA caching allocator: size-binned free lists per (device, stream), so that a training
+// step reuses blocks instead of calling cudaMalloc/cudaFree. Blocks freed on a stream are only
+// handed out again on that stream, whose ordering makes the reuse safe without a sync.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace loom::cuda {
+
+struct AllocatorStats {
+  int64_t allocated_bytes = 0;       // in blocks handed out now (rounded to their bin)
+  int64_t reserved_bytes = 0;        // obtained from cudaMalloc and not yet released
+  int64_t peak_allocated_bytes = 0;  // highest allocated_bytes since the last reset
+  int64_t num_allocations = 0;       // calls to allocate()
+  int64_t num_cuda_mallocs = 0;      // calls to cudaMalloc that succeeded
+  int64_t num_cuda_frees = 0;        // calls to cudaFree (only empty_cache() and OOM retry)
+};
+
+// Memory for nbytes on `device`, usable on that device's current stream. Throws loom::Error
+// naming the size, the device and the statistics when the device is out of memory.
+void* allocate(size_t nbytes, int device);
+void deallocate(void* ptr);
+
+// The bin a request of nbytes falls into: 512-byte steps below 1 MiB, then eight bins per
+// power of two, so no block wastes more than an eighth of itself.
+size_t bin_size(size_t nbytes);
+
+AllocatorStats allocator_stats(int device);
+void reset_peak_stats(int device);
+// Returns every cached (free) block of every device to CUDA.
+void empty_cache();
+std::string stats_str(const AllocatorStats& stats);
+
+}  // namespace loom::cuda

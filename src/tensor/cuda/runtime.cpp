@@ -1,0 +1,124 @@
+// Current device and stream (thread-local), the per-device compute streams, and the error path
+// of the check macros.
+#include "tensor/cuda/runtime.h"
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/cuda/check.h"
+#include "tensor/device.h"
+
+namespace loom {
+
+bool built_with_cuda() { return true; }
+
+int cuda_device_count() {
+  // Asked once: the count does not change while the process runs, and a machine without a
+  // driver answers with an error we read as "no GPU".
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+namespace cuda {
+
+namespace detail {
+void throw_cuda_error(const char* library, const char* call, const char* message, const char* file,
+                      int line) {
+  throw Error(::loom::detail::concat(library, " error: ", message, " in ", call, " at ", file, ":",
+                                     line));
+}
+}  // namespace detail
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+thread_local StreamHandle current_streams[kMaxDevices] = {};
+
+void check_device(int device) {
+  LOOM_CHECK(device >= 0 && device < cuda_device_count(), "CUDA device ", device,
+             " does not exist (", cuda_device_count(), " visible)");
+}
+
+}  // namespace
+
+int current_device() {
+  int device = 0;
+  LOOM_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+void set_device(int device) {
+  check_device(device);
+  LOOM_CUDA_CHECK(cudaSetDevice(device));
+}
+
+StreamHandle default_stream(int device) {
+  check_device(device);
+  static std::mutex mutex;
+  static StreamHandle streams[kMaxDevices] = {};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!streams[device]) {
+    DeviceGuard guard(device);
+    LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking));
+  }
+  return streams[device];
+}
+
+StreamHandle current_stream(int device) {
+  check_device(device);
+  StreamHandle s = current_streams[device];
+  return s ? s : default_stream(device);
+}
+
+void set_current_stream(int device, StreamHandle stream) {
+  check_device(device);
+  current_streams[device] = stream;
+}
+
+StreamHandle create_stream(int device) {
+  DeviceGuard guard(device);
+  StreamHandle stream = nullptr;
+  LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+}
+
+void destroy_stream(int device, StreamHandle stream) {
+  DeviceGuard guard(device);
+  LOOM_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+void synchronize(int device) {
+  DeviceGuard guard(device);
+  LOOM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void synchronize_stream(StreamHandle stream) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
+  if (device != previous_) set_device(device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  int now = 0;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
+
+StreamGuard::StreamGuard(int device, StreamHandle stream)
+    : device_(device), previous_(current_streams[device]) {
+  set_current_stream(device, stream);
+}
+
+StreamGuard::~StreamGuard() { current_streams[device_] = previous_; }
+
+}  // namespace cuda
+}  // namespace loom

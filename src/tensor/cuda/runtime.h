@@ -1,0 +1,52 @@
+// The CUDA runtime as loom uses it: the thread-local current device and current stream, guards
+// that set and restore them, and synchronisation. No CUDA header is needed to include this.
+#pragma once
+
+struct CUstream_st;
+
+namespace loom::cuda {
+
+using StreamHandle = CUstream_st*;  // the same type as cudaStream_t
+
+// The current device of this thread (cudaGetDevice) and setting it.
+int current_device();
+void set_device(int device);
+
+// The stream loom's work on `device` goes to from this thread. Unless a StreamGuard says
+// otherwise it is the device's compute stream: one non-blocking stream per device, created on
+// first use and shared by all threads, so loom never serialises on the legacy default stream.
+StreamHandle current_stream(int device);
+StreamHandle default_stream(int device);
+void set_current_stream(int device, StreamHandle stream);
+// A new non-blocking stream on `device` (for communication or copies); destroy_stream frees it.
+StreamHandle create_stream(int device);
+void destroy_stream(int device, StreamHandle stream);
+
+// Waits for all work on the device (cudaDeviceSynchronize) or on one stream.
+void synchronize(int device);
+void synchronize_stream(StreamHandle stream);
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+class StreamGuard {
+ public:
+  StreamGuard(int device, StreamHandle stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  int device_;
+  StreamHandle previous_;
+};
+
+}  // namespace loom::cuda

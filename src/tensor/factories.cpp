@@ -1,0 +1,100 @@
+// Factory functions: empty, zeros, ones, full, arange, from_vector, from_blob, *_like.
+#include <cmath>
+
+#include "tensor/primitives.h"
+#include "tensor/tensor.h"
+
+namespace loom {
+
+namespace {
+
+void check_options(const TensorOptions& options, const char* op) {
+  LOOM_CHECK(!options.requires_grad_ || is_floating(options.dtype_), op,
+             ": only floating-point tensors can require gradients, not ",
+             dtype_name(options.dtype_));
+  if (options.device_.is_cuda()) {
+    LOOM_CHECK(built_with_cuda(), op, ": loom was built without CUDA, so it cannot create a "
+               "tensor on ", options.device_);
+    LOOM_CHECK(options.device_.index < cuda_device_count(), op, ": device ", options.device_,
+               " does not exist (", cuda_device_count(), " CUDA device(s) visible)");
+  }
+}
+
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad_) t.set_requires_grad(true);
+  return t;
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, const TensorOptions& options) {
+  check_options(options, "empty");
+  const int64_t n = numel_of(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::allocate(static_cast<size_t>(n) * element_size(options.dtype_),
+                                    options.device_);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = options.dtype_;
+  return finish(Tensor(std::move(impl)), options);
+}
+
+Tensor full(const Shape& shape, double value, const TensorOptions& options) {
+  Tensor t = empty(shape, options.requires_grad(false));
+  t.fill_(value);
+  return finish(t, options);
+}
+
+Tensor zeros(const Shape& shape, const TensorOptions& options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, const TensorOptions& options) { return full(shape, 1.0, options); }
+Tensor zeros_like(const Tensor& like) { return zeros(like.shape(), like.options()); }
+Tensor ones_like(const Tensor& like) { return ones(like.shape(), like.options()); }
+Tensor empty_like(const Tensor& like) { return empty(like.shape(), like.options()); }
+
+Tensor scalar_tensor(double value, const TensorOptions& options) { return full({}, value, options); }
+
+Tensor arange(double start, double end, double step, const TensorOptions& options) {
+  LOOM_CHECK(step != 0.0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+             "arange: start ", start, ", end ", end, " and step ", step,
+             " must be finite with a non-zero step");
+  LOOM_CHECK((end - start) / step >= 0.0, "arange: step ", step, " goes away from end ", end,
+             " starting at ", start);
+  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
+  return from_vector(values, {n}, options);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options) {
+  LOOM_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "from_vector: ",
+             values.size(), " values do not fill shape ", shape_str(shape));
+  Tensor host = from_blob(const_cast<T*>(values.data()), shape, DTypeOf<T>::value);
+  Tensor out = empty(shape, options.requires_grad(false));
+  out.copy_(host);
+  return finish(out, options);
+}
+
+#define LOOM_INSTANTIATE_FROM_VECTOR(T) \
+  template Tensor from_vector<T>(const std::vector<T>&, const Shape&, const TensorOptions&);
+LOOM_INSTANTIATE_FROM_VECTOR(float)
+LOOM_INSTANTIATE_FROM_VECTOR(double)
+LOOM_INSTANTIATE_FROM_VECTOR(int64_t)
+LOOM_INSTANTIATE_FROM_VECTOR(int32_t)
+LOOM_INSTANTIATE_FROM_VECTOR(uint8_t)
+#undef LOOM_INSTANTIATE_FROM_VECTOR
+
+Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device,
+                 std::function<void(void*)> deleter) {
+  const int64_t n = numel_of(shape);
+  LOOM_CHECK(data != nullptr || n == 0, "from_blob: null data for shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::wrap(data, static_cast<size_t>(n) * element_size(dtype), device,
+                                std::move(deleter));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace loom

@@ -1,0 +1,44 @@
+// The CUDA entry points of a CPU-only build: no devices, and a clear error wherever a CUDA
+// tensor or stream is asked for (never a silent fallback to the CPU).
+#include "tensor/cuda/caching_allocator.h"
+#include "tensor/cuda/runtime.h"
+#include "tensor/device.h"
+#include "tensor/primitives.h"
+
+namespace loom {
+
+bool built_with_cuda() { return false; }
+int cuda_device_count() { return 0; }
+
+namespace detail {
+void cuda_fill(const Tensor&, double) { throw_no_cuda("fill_"); }
+void cuda_copy(const Tensor&, const Tensor&) { throw_no_cuda("copy_"); }
+void cuda_accumulate(const Tensor&, const Tensor&) { throw_no_cuda("accumulate"); }
+void cuda_fill_random(const Tensor&, const RandomParams&) { throw_no_cuda("random"); }
+void cuda_memcpy(void*, Device, const void*, Device, size_t) { throw_no_cuda("copy_"); }
+}  // namespace detail
+
+namespace cuda {
+void* allocate(size_t, int) { detail::throw_no_cuda("allocate"); }
+void deallocate(void*) {}
+AllocatorStats allocator_stats(int) { return {}; }
+void reset_peak_stats(int) {}
+void empty_cache() {}
+int current_device() { detail::throw_no_cuda("current_device"); }
+void set_device(int) { detail::throw_no_cuda("set_device"); }
+StreamHandle current_stream(int) { detail::throw_no_cuda("current_stream"); }
+StreamHandle default_stream(int) { detail::throw_no_cuda("default_stream"); }
+void set_current_stream(int, StreamHandle) { detail::throw_no_cuda("set_current_stream"); }
+StreamHandle create_stream(int) { detail::throw_no_cuda("create_stream"); }
+void destroy_stream(int, StreamHandle) { detail::throw_no_cuda("destroy_stream"); }
+void synchronize(int) { detail::throw_no_cuda("synchronize"); }
+void synchronize_stream(StreamHandle) { detail::throw_no_cuda("synchronize_stream"); }
+DeviceGuard::DeviceGuard(int) : previous_(0) { detail::throw_no_cuda("DeviceGuard"); }
+DeviceGuard::~DeviceGuard() = default;
+StreamGuard::StreamGuard(int, StreamHandle) : device_(0), previous_(nullptr) {
+  detail::throw_no_cuda("StreamGuard");
+}
+StreamGuard::~StreamGuard() = default;
+}  // namespace cuda
+
+}  // namespace loom

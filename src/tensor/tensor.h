@@ -1,0 +1,185 @@
+// loom::Tensor: a cheap shared handle to an n-dimensional strided view of a Storage, with the
+// autograd fields (requires_grad, grad, grad_fn). Copying a Tensor copies the handle, not data.
+// Views (reshape, transpose, narrow, expand, ...) share storage; math lives in ops/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/error.h"
+#include "tensor/shape.h"
+#include "tensor/storage.h"
+
+namespace loom {
+
+class Node;
+class Tensor;
+struct TensorImpl;
+
+// dtype, device and requires_grad of a new tensor: zeros({2, 3}, kFloat64),
+// zeros({2, 3}, kCUDA), zeros({2, 3}, TensorOptions(kFloat64).device(cuda_device(1))).
+struct TensorOptions {
+  DType dtype_ = kFloat32;
+  Device device_ = kCPU;
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType dtype) : dtype_(dtype) {}      // NOLINT: implicit on purpose
+  TensorOptions(Device device) : device_(device) {}  // NOLINT: implicit on purpose
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+};
+
+// Called with a leaf's .grad once backward() has accumulated into it
+// (DistributedDataParallel starts its all-reduce from here).
+using PostAccumulateHook = std::function<void(Tensor& leaf)>;
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: no storage, used for "no gradient"
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- properties -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  const Shape& strides() const;
+  int64_t size(int64_t dim) const;  // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const;
+  int64_t offset() const;  // in elements, into the storage
+  DType dtype() const;
+  Device device() const;
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_contiguous() const;
+  const Storage& storage() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+
+  // Raw pointer to the first element; data_ptr<T>() checks that T matches the dtype.
+  void* raw_data() const;
+  template <typename T>
+  T* data_ptr() const {
+    check_dtype(DTypeOf<T>::value, "data_ptr");
+    return static_cast<T*>(raw_data());
+  }
+
+  // Values copied to the host (synchronises with the device), converted to T.
+  template <typename T>
+  T item() const;
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // --- views: share storage; differentiable ---------------------------------------------
+  Tensor view(const Shape& shape) const;     // needs compatible strides; -1 infers one size
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;  // transpose of a 2-D tensor
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;  // narrow + squeeze
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(const Shape& shape) const;  // -1 keeps a size; new leading dims allowed
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+
+  // --- copies: differentiable --------------------------------------------------------------
+  Tensor contiguous() const;  // this tensor itself when already contiguous
+  Tensor clone() const;
+  Tensor to(Device device) const;  // this tensor itself when nothing changes
+  Tensor to(DType dtype) const;
+  Tensor to(Device device, DType dtype) const;
+  Tensor cpu() const { return to(kCPU); }
+  Tensor cuda(int index = 0) const { return to(Device(DeviceType::CUDA, index)); }
+
+  // --- in place, not recorded by autograd ---------------------------------------------------
+  Tensor& copy_(const Tensor& src);  // broadcasts src, converts dtype, crosses devices
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+
+  // --- autograd -----------------------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool requires_grad);  // only on leaves
+  Tensor& requires_grad_(bool requires_grad = true) { return set_requires_grad(requires_grad); }
+  bool is_leaf() const;
+  const Tensor& grad() const;  // undefined until backward() reaches this leaf
+  void set_grad(const Tensor& grad);
+  const std::shared_ptr<Node>& grad_fn() const;
+  // Runs reverse-mode differentiation from this tensor. Without `gradient` the tensor must
+  // hold one element. retain_graph keeps saved tensors for another backward().
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  // same storage, no history
+  void register_post_accumulate_hook(PostAccumulateHook hook);
+
+  // --- misc ------------------------------------------------------------------------------
+  std::string str() const;  // like PyTorch's repr
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+  // Internal: a new view of this tensor's storage with the given geometry, no autograd.
+  Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
+
+ private:
+  void check_defined(const char* what) const;
+  void check_dtype(DType expected, const char* what) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
+
+struct TensorImpl {
+  Storage storage;
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;  // elements
+  DType dtype = kFloat32;
+
+  // autograd
+  bool requires_grad = false;  // for leaves; non-leaves require grad when grad_fn is set
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;
+  std::weak_ptr<Node> grad_accumulator;  // the leaf's AccumulateGrad node, while a graph uses it
+  std::vector<PostAccumulateHook> post_accumulate_hooks;
+};
+
+// --- factories ---------------------------------------------------------------------------
+Tensor empty(const Shape& shape, const TensorOptions& options = {});
+Tensor zeros(const Shape& shape, const TensorOptions& options = {});
+Tensor ones(const Shape& shape, const TensorOptions& options = {});
+Tensor full(const Shape& shape, double value, const TensorOptions& options = {});
+Tensor zeros_like(const Tensor& like);
+Tensor ones_like(const Tensor& like);
+Tensor empty_like(const Tensor& like);
+// [start, end) in steps of step, like numpy.arange.
+Tensor arange(double start, double end, double step = 1.0, const TensorOptions& options = {});
+inline Tensor arange(double end, const TensorOptions& options = {}) {
+  return arange(0.0, end, 1.0, options);
+}
+// A scalar (0-d) tensor.
+Tensor scalar_tensor(double value, const TensorOptions& options = {});
+
+// Copies values (converted to options' dtype) into a new tensor of the given shape.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape,
+                   const TensorOptions& options = TensorOptions(DTypeOf<T>::value));
+template <typename T>
+Tensor from_vector(const std::vector<T>& values) {
+  return from_vector(values, {static_cast<int64_t>(values.size())});
+}
+// Wraps memory the caller owns (contiguous, of `dtype`, on `device`); no copy is made. The
+// memory must outlive every view of the tensor; `deleter` runs when the last view is gone.
+Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device = kCPU,
+                 std::function<void(void*)> deleter = nullptr);
+
+}  // namespace loom

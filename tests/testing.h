@@ -1,0 +1,71 @@
+// Shared test helpers: finite-difference gradient checks in float64, tensor comparisons,
+// and the GPU skip used by every gpu-labelled test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::testing {
+
+// Skips the current test, saying why, unless a CUDA device is usable.
+#define LOOM_REQUIRE_CUDA()                                                              \
+  do {                                                                                   \
+    if (!::loom::built_with_cuda()) GTEST_SKIP() << "loom was built without CUDA";       \
+    if (!::loom::cuda_is_available()) GTEST_SKIP() << "no CUDA device on this machine";  \
+  } while (0)
+
+using Function = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-6;
+  double rtol = 1e-4;
+};
+
+// Compares the autograd gradient of f at `inputs` (float64 CPU leaves; those with
+// requires_grad are checked) with central differences of <f(x), w> for a random weight w.
+// Returns an empty string on success, else a description of the worst mismatch.
+std::string gradcheck(const Function& f, const std::vector<Tensor>& inputs,
+                      const GradcheckOptions& options = {});
+
+#define EXPECT_GRADCHECK(f, inputs)                                  \
+  do {                                                               \
+    const std::string loom_gc_ = ::loom::testing::gradcheck(f, inputs); \
+    EXPECT_TRUE(loom_gc_.empty()) << loom_gc_;                       \
+  } while (0)
+
+// Max |a - b| <= atol + rtol * |b| elementwise, shapes equal; returns "" or the first failure.
+std::string compare(const Tensor& actual, const Tensor& expected, double atol, double rtol);
+
+#define EXPECT_TENSOR_NEAR(actual, expected, atol, rtol)                              \
+  do {                                                                                \
+    const std::string loom_cmp_ = ::loom::testing::compare(actual, expected, atol, rtol); \
+    EXPECT_TRUE(loom_cmp_.empty()) << loom_cmp_;                                      \
+  } while (0)
+
+// A float64 CPU leaf of random normal values that requires grad, seeded for reproducibility.
+Tensor random_leaf(const Shape& shape, uint64_t seed, double scale = 1.0);
+
+// Values in [lo, hi) that keep at least `margin` away from every point in `kinks`, so a finite
+// difference never straddles a kink (relu at 0, clamp at its bounds).
+Tensor random_away_from(const Shape& shape, uint64_t seed, double lo, double hi,
+                        const std::vector<double>& kinks, double margin);
+
+// EXPECT that `statement` throws loom::Error whose message contains `fragment`.
+#define EXPECT_LOOM_ERROR(statement, fragment)                                         \
+  do {                                                                                 \
+    try {                                                                              \
+      statement;                                                                       \
+      ADD_FAILURE() << "expected loom::Error containing \"" << (fragment) << "\"";     \
+    } catch (const ::loom::Error& loom_err_) {                                         \
+      EXPECT_NE(std::string(loom_err_.what()).find(fragment), std::string::npos)       \
+          << "message was: " << loom_err_.what();                                      \
+    }                                                                                  \
+  } while (0)
+
+}  // namespace loom::testing
