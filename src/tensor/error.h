@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace loom {
 
@@ -15,10 +16,23 @@ class Error : public std::runtime_error {
 
 namespace detail {
 
+template <typename T>
+void append(std::ostringstream& out, const T& value) {
+  out << value;
+}
+
+// Shapes and other integer lists print as [2, 3], as shape_str does.
+template <typename T>
+void append(std::ostringstream& out, const std::vector<T>& values) {
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "]";
+}
+
 template <typename... Args>
 std::string concat(const Args&... args) {
   std::ostringstream out;
-  (out << ... << args);
+  (append(out, args), ...);
   return out.str();
 }
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages loom builds and tests with, only those missing (idempotent).
+# Needs root or sudo. The CUDA toolkit, cuDNN and NCCL are not Debian packages here: loom
+# builds its CUDA backend when it finds them (in /usr/local/cuda or the system folders).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config ccache
+  libeigen3-dev libgtest-dev libgmock-dev
+  libjpeg62-turbo-dev libpng-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev
+  dataset-fashion-mnist
+)
+[ "${LOOM_WITH_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

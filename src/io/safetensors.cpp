@@ -1,0 +1,190 @@
+#include "io/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "io/atomic_file.h"
+
+namespace loom::io {
+
+namespace {
+
+static_assert(sizeof(void*) == 8, "loom's file formats assume a 64-bit host");
+
+// A generous bound that still stops a corrupt length from asking for terabytes.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+const char* format_dtype(DType dtype) {
+  switch (dtype) {
+    case kFloat32: return "F32";
+    case kFloat64: return "F64";
+    case kInt64: return "I64";
+    case kInt32: return "I32";
+    case kUInt8: return "U8";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& s, DType* dtype) {
+  static const std::pair<const char*, DType> table[] = {
+      {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64}, {"I32", kInt32}, {"U8", kUInt8}};
+  for (const auto& [name, value] : table) {
+    if (s == name) {
+      *dtype = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool host_is_little_endian() {
+  const uint16_t probe = 1;
+  uint8_t first;
+  std::memcpy(&first, &probe, 1);
+  return first == 1;
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+}  // namespace
+
+const Tensor& TensorFile::at(const std::string& name) const {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return t;
+  }
+  LOOM_FAIL("tensor file has no tensor named \"", name, "\"");
+}
+
+std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata) {
+  LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> names;
+  std::vector<Tensor> host;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name, "\"");
+    LOOM_CHECK(names.insert(name).second, "safetensors: tensor name \"", name, "\" appears twice");
+    LOOM_CHECK(tensor.defined(), "safetensors: tensor \"", name, "\" is undefined");
+    Tensor t = tensor.detach().to(kCPU).contiguous();
+    const uint64_t bytes = t.nbytes();
+    header[name] = {{"dtype", format_dtype(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    host.push_back(t);
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');  // aligns the data section, as Python's writer does
+  std::string out(8, '\0');
+  const uint64_t n = json.size();
+  std::memcpy(out.data(), &n, 8);
+  out += json;
+  out.reserve(out.size() + offset);
+  for (const Tensor& t : host) out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  return out;
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+  const std::string bytes = serialize_safetensors(tensors, metadata);
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name, Device device) {
+  LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
+  LOOM_CHECK(bytes.size() >= 8, name, ": not a safetensors file (", bytes.size(), " bytes, too short for a header)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  LOOM_CHECK(header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8, name,
+             ": not a safetensors file or truncated (header length ", header_len, ", file size ",
+             bytes.size(), ")");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+  } catch (const nlohmann::json::exception& e) {
+    LOOM_FAIL(name, ": the safetensors header is not valid JSON (", e.what(), ")");
+  }
+  LOOM_CHECK(header.is_object(), name, ": the safetensors header is not a JSON object");
+  const uint64_t data_size = bytes.size() - 8 - header_len;
+
+  TensorFile file;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& value = it.value();
+    if (key == "__metadata__") {
+      LOOM_CHECK(value.is_object(), name, ": __metadata__ must be an object of strings");
+      for (auto m = value.begin(); m != value.end(); ++m) {
+        LOOM_CHECK(m.value().is_string(), name, ": __metadata__ value of \"", m.key(), "\" is not a string");
+        file.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = name + ": tensor \"" + key + "\"";
+    LOOM_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") &&
+                   value.contains("data_offsets"),
+               where, " needs dtype, shape and data_offsets");
+    Entry e;
+    e.name = key;
+    LOOM_CHECK(value["dtype"].is_string() && parse_dtype(value["dtype"].get<std::string>(), &e.dtype), where,
+               " has unsupported dtype ", value["dtype"].dump(), " (loom reads F32, F64, I64, I32, U8)");
+    const auto& shape = value["shape"];
+    LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ", shape.dump());
+    uint64_t numel = 1;
+    for (const auto& s : shape) {
+      LOOM_CHECK(s.is_number_unsigned() || (s.is_number_integer() && s.get<int64_t>() >= 0), where,
+                 " has an invalid shape ", shape.dump());
+      const uint64_t size = s.get<uint64_t>();
+      LOOM_CHECK(size == 0 || numel <= std::numeric_limits<int64_t>::max() / size, where,
+                 " has a shape whose size overflows: ", shape.dump());
+      numel *= size;
+      e.shape.push_back(static_cast<int64_t>(size));
+    }
+    const auto& offsets = value["data_offsets"];
+    LOOM_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+                   offsets[1].is_number_unsigned(),
+               where, " has invalid data_offsets ", offsets.dump());
+    e.begin = offsets[0].get<uint64_t>();
+    e.end = offsets[1].get<uint64_t>();
+    const uint64_t elem = element_size(e.dtype);
+    LOOM_CHECK(numel <= std::numeric_limits<uint64_t>::max() / elem, where, " is too large");
+    LOOM_CHECK(e.begin <= e.end && e.end <= data_size, where, " has data_offsets [", e.begin, ", ",
+               e.end, ") outside the ", data_size, "-byte data section (truncated file?)");
+    LOOM_CHECK(e.end - e.begin == numel * elem, where, " has ", e.end - e.begin, " bytes of data but shape ",
+               shape.dump(), " of ", dtype_name(e.dtype), " needs ", numel * elem);
+    entries.push_back(std::move(e));
+  }
+  // The ranges must tile the data section exactly: no overlap, no hole, nothing after.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t expected = 0;
+  for (const Entry& e : entries) {
+    LOOM_CHECK(e.begin == expected, name, ": tensor \"", e.name, "\" ",
+               e.begin < expected ? "overlaps the previous tensor" : "leaves a gap before its data",
+               " (data_offsets start ", e.begin, ", expected ", expected, ")");
+    expected = e.end;
+  }
+  LOOM_CHECK(expected == data_size, name, ": ", data_size - expected, " bytes after the last tensor's data");
+
+  const char* data = bytes.data() + 8 + header_len;
+  for (const Entry& e : entries) {
+    Tensor t = empty(e.shape, e.dtype);
+    if (e.end > e.begin) std::memcpy(t.raw_data(), data + e.begin, e.end - e.begin);
+    file.tensors.emplace_back(e.name, device.is_cpu() ? t : t.to(device));
+  }
+  return file;
+}
+
+TensorFile load_safetensors(const std::string& path, Device device) {
+  return parse_safetensors(read_file(path), path, device);
+}
+
+}  // namespace loom::io

@@ -1,0 +1,40 @@
+// The safetensors format (a JSON header and raw little-endian tensors), which Python's
+// safetensors, PyTorch and Hugging Face read: loom's model files and checkpoints.
+//   [8 bytes: header length N, little-endian u64][N bytes: JSON header][data]
+// The header maps each name to {"dtype", "shape", "data_offsets": [begin, end)} relative to
+// the data section, plus an optional "__metadata__" object of strings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace loom::io {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using Metadata = std::map<std::string, std::string>;
+
+struct TensorFile {
+  NamedTensors tensors;  // in the order of their data in the file
+  Metadata metadata;
+  const Tensor& at(const std::string& name) const;  // throws naming the missing tensor
+};
+
+// Writes atomically (see atomic_file.h). Tensors may live on any device; names must be
+// unique and non-empty and must not be "__metadata__".
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+
+// Reads and validates the whole file before creating any tensor: header length, JSON, dtypes,
+// shapes, that every data range lies inside the file, that ranges neither overlap nor leave
+// holes, and that no size arithmetic overflows. Errors name the path and the problem.
+TensorFile load_safetensors(const std::string& path, Device device = kCPU);
+// The same from bytes in memory; `name` is used in error messages.
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name, Device device = kCPU);
+// The bytes save_safetensors writes.
+std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata = {});
+
+}  // namespace loom::io

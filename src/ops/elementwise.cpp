@@ -1,0 +1,244 @@
+// Elementwise arithmetic, unary maths, comparisons and where(): each forward runs one kernel
+// through run_elementwise and records its backward. Backward passes are compositions of these
+// same ops (abs, clamp, maximum and minimum have helper kernels); a gradient that was
+// broadcast is summed back to its input's shape.
+#include "ops/elementwise.h"
+
+#include "ops/kernels/elementwise_kernels.h"
+#include "ops/reduction.h"
+#include "tensor/autograd.h"
+
+namespace loom {
+
+namespace {
+
+using detail::OpParams;
+using detail::run_elementwise;
+using detail::run_floating;
+using Op = detail::ElementwiseOp;
+
+// The gradient for an input of `shape` from a gradient of the broadcast output.
+Tensor reduce_to(const Tensor& grad, const Shape& shape) {
+  return grad.shape() == shape ? grad : sum_to(grad, shape);
+}
+
+// A gradient is only computed for inputs that take one; the engine ignores the rest.
+template <typename F>
+Tensor grad_if(bool needed, F compute) {
+  return needed ? compute() : Tensor();
+}
+
+// maximum and minimum: the winner takes the gradient, a tie splits it equally.
+Tensor extremum(Op forward, Op backward, const char* name, const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(forward, name, {a, b});
+  return record(
+      name, out, {a, b},
+      [backward, a = a.detach(), b = b.detach(), na = a.requires_grad(),
+       nb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+        return {
+            grad_if(na,
+                    [&] {
+                      return reduce_to(run_floating(backward, "extremum_backward", {g, a, b}),
+                                       a.shape());
+                    }),
+            grad_if(nb, [&] {
+              return reduce_to(run_floating(backward, "extremum_backward", {g, b, a}), b.shape());
+            })};
+      });
+}
+
+Tensor compare(Op op, const char* name, const Tensor& a, const Tensor& b) {
+  LOOM_CHECK(a.dtype() == b.dtype(), name, ": dtypes differ (", a.dtype(), " ",
+             shape_str(a.shape()), " and ", b.dtype(), " ", shape_str(b.shape()), ")");
+  return run_elementwise(op, name, {a, b}, kUInt8);
+}
+
+Tensor compare(Op op, const char* name, const Tensor& a, double b) {
+  return run_elementwise(op, name, {a}, kUInt8, OpParams{b});
+}
+
+}  // namespace
+
+// ---- binary arithmetic ------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(Op::Add, "add", {a, b});
+  return record("add", out, {a, b},
+                [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
+                  return {reduce_to(g, sa), reduce_to(g, sb)};
+                });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(Op::Sub, "sub", {a, b});
+  return record("sub", out, {a, b},
+                [sa = a.shape(), sb = b.shape(),
+                 nb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+                  return {reduce_to(g, sa), grad_if(nb, [&] { return reduce_to(neg(g), sb); })};
+                });
+}
+
+// d(ab)/da = b, d(ab)/db = a.
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(Op::Mul, "mul", {a, b});
+  return record("mul", out, {a, b},
+                [a = a.detach(), b = b.detach(), na = a.requires_grad(),
+                 nb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+                  return {grad_if(na, [&] { return reduce_to(mul(g, b), a.shape()); }),
+                          grad_if(nb, [&] { return reduce_to(mul(g, a), b.shape()); })};
+                });
+}
+
+// d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -(1/b)(a/b).
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(Op::Div, "div", {a, b});
+  return record("div", out, {a, b},
+                [b = b.detach(), y = out.detach(), sa = a.shape(), na = a.requires_grad(),
+                 nb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+                  const Tensor g_over_b = div(g, b);
+                  return {grad_if(na, [&] { return reduce_to(g_over_b, sa); }),
+                          grad_if(nb, [&] { return reduce_to(neg(mul(g_over_b, y)), b.shape()); })};
+                });
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return extremum(Op::Maximum, Op::MaximumBackward, "maximum", a, b);
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return extremum(Op::Minimum, Op::MinimumBackward, "minimum", a, b);
+}
+
+// d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log(a), taken as 0 where a == 0 (where a^b is 0 or 1
+// and log(a) is -inf).
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  Tensor out = run_floating(Op::Pow, "pow", {base, exponent});
+  return record(
+      "pow", out, {base, exponent},
+      [a = base.detach(), b = exponent.detach(), y = out.detach(), na = base.requires_grad(),
+       nb = exponent.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+        return {
+            grad_if(na, [&] { return reduce_to(mul(g, mul(b, pow(a, sub(b, 1.0)))), a.shape()); }),
+            grad_if(nb, [&] {
+              const Tensor zero = zeros({}, g.options());
+              const Tensor gy_log_a = where(eq(a, 0.0), zero, mul(g, mul(y, log(a))));
+              return reduce_to(gy_log_a, b.shape());
+            })};
+      });
+}
+
+// ---- with a number ------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, double b) {
+  Tensor out = run_floating(Op::AddScalar, "add", {a}, OpParams{b});
+  return record("add", out, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+}
+
+Tensor sub(const Tensor& a, double b) { return add(a, -b); }
+
+Tensor mul(const Tensor& a, double b) {
+  Tensor out = run_floating(Op::MulScalar, "mul", {a}, OpParams{b});
+  return record("mul", out, {a},
+                [b](const Tensor& g) -> std::vector<Tensor> { return {mul(g, b)}; });
+}
+
+Tensor div(const Tensor& a, double b) {
+  Tensor out = run_floating(Op::DivScalar, "div", {a}, OpParams{b});
+  return record("div", out, {a},
+                [b](const Tensor& g) -> std::vector<Tensor> { return {div(g, b)}; });
+}
+
+// d(s/x)/dx = -s/x^2 = -(s/x)/x.
+Tensor operator/(double a, const Tensor& b) {
+  Tensor out = run_floating(Op::RDivScalar, "div", {b}, OpParams{a});
+  return record("div", out, {b},
+                [x = b.detach(), y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
+                  return {neg(mul(g, div(y, x)))};
+                });
+}
+
+// d(x^e)/dx = e x^(e-1); exactly 0 for e == 0, where x^(e-1) may be inf at x == 0.
+Tensor pow(const Tensor& base, double exponent) {
+  Tensor out = run_floating(Op::PowScalar, "pow", {base}, OpParams{exponent});
+  return record("pow", out, {base},
+                [x = base.detach(), exponent](const Tensor& g) -> std::vector<Tensor> {
+                  if (exponent == 0.0) return {zeros_like(g)};
+                  return {mul(g, mul(pow(x, exponent - 1.0), exponent))};
+                });
+}
+
+// ---- unary ----------------------------------------------------------------------------------
+
+Tensor neg(const Tensor& x) {
+  Tensor out = run_floating(Op::Neg, "neg", {x});
+  return record("neg", out, {x}, [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor out = run_floating(Op::Exp, "exp", {x});
+  return record("exp", out, {x},
+                [y = out.detach()](const Tensor& g) -> std::vector<Tensor> { return {mul(g, y)}; });
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = run_floating(Op::Log, "log", {x});
+  return record("log", out, {x},
+                [x = x.detach()](const Tensor& g) -> std::vector<Tensor> { return {div(g, x)}; });
+}
+
+// d sqrt(x)/dx = 1 / (2 sqrt(x)).
+Tensor sqrt(const Tensor& x) {
+  Tensor out = run_floating(Op::Sqrt, "sqrt", {x});
+  return record("sqrt", out, {x}, [y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
+    return {div(g, mul(y, 2.0))};
+  });
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor out = run_floating(Op::Abs, "abs", {x});
+  return record("abs", out, {x}, [x = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+    return {run_floating(Op::AbsBackward, "abs_backward", {g, x})};
+  });
+}
+
+Tensor clamp(const Tensor& x, double min, double max) {
+  LOOM_CHECK(min <= max, "clamp: min (", min, ") is greater than max (", max, ")");
+  const OpParams bounds{min, max};
+  Tensor out = run_floating(Op::Clamp, "clamp", {x}, bounds);
+  return record("clamp", out, {x},
+                [x = x.detach(), bounds](const Tensor& g) -> std::vector<Tensor> {
+                  return {run_floating(Op::ClampBackward, "clamp_backward", {g, x}, bounds)};
+                });
+}
+
+// ---- comparisons and where ------------------------------------------------------------------
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(Op::Eq, "eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(Op::Ne, "ne", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(Op::Lt, "lt", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(Op::Le, "le", a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(Op::Gt, "gt", a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(Op::Ge, "ge", a, b); }
+Tensor gt(const Tensor& a, double b) { return compare(Op::GtScalar, "gt", a, b); }
+Tensor lt(const Tensor& a, double b) { return compare(Op::LtScalar, "lt", a, b); }
+Tensor ge(const Tensor& a, double b) { return compare(Op::GeScalar, "ge", a, b); }
+Tensor le(const Tensor& a, double b) { return compare(Op::LeScalar, "le", a, b); }
+Tensor eq(const Tensor& a, double b) { return compare(Op::EqScalar, "eq", a, b); }
+
+// The gradient goes to a where cond holds and to b elsewhere.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  LOOM_CHECK(cond.dtype() == kUInt8, "where: the condition must be uint8, got ", cond.dtype(),
+             " of shape ", shape_str(cond.shape()));
+  LOOM_CHECK(a.dtype() == b.dtype(), "where: dtypes differ (", a.dtype(), " ", shape_str(a.shape()),
+             " and ", b.dtype(), " ", shape_str(b.shape()), ")");
+  Tensor out = run_elementwise(Op::Where, "where", {cond, a, b}, a.dtype());
+  return record("where", out, {a, b},
+                [cond, sa = a.shape(), sb = b.shape(), na = a.requires_grad(),
+                 nb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+                  const Tensor zero = zeros({}, g.options());
+                  return {grad_if(na, [&] { return reduce_to(where(cond, g, zero), sa); }),
+                          grad_if(nb, [&] { return reduce_to(where(cond, zero, g), sb); })};
+                });
+}
+
+}  // namespace loom

@@ -1,0 +1,79 @@
+// CPU backend of the optimizer updates: one threaded loop per tensor over contiguous data,
+// applying the element rules of update_math.h.
+#include <algorithm>
+
+#include "optim/fused_update.h"
+#include "optim/update_math.h"
+#include "tensor/dtype.h"
+#include "tensor/parallel.h"
+
+namespace loom::optim::detail {
+
+namespace {
+// Outside the dispatch macro: a #pragma cannot sit inside a macro argument.
+template <typename T>
+double squares_of(const T* x, int64_t n) {
+  double sum = 0.0;
+#pragma omp parallel for reduction(+ : sum) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  return sum;
+}
+}  // namespace
+
+void cpu_adam_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                     const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                     const AdamConfig& config) {
+  if (params.empty()) return;
+  LOOM_DISPATCH_FLOATING(params.front().dtype(), "Adam.step", [&] {
+    using T = scalar_t;
+    const AdamCoeffs<T> c{T(config.beta1), T(config.beta2), T(1.0 - config.beta1), T(1.0 - config.beta2),
+                          T(config.weight_decay), T(config.decay_factor), T(config.step_size),
+                          T(config.inv_sqrt_bc2), T(config.eps_term), config.decoupled};
+    for (size_t k = 0; k < params.size(); ++k) {
+      T* p = params[k].data_ptr<T>();
+      const T* g = grads[k].data_ptr<T>();
+      T* m = exp_avgs[k].data_ptr<T>();
+      T* v = exp_avg_sqs[k].data_ptr<T>();
+      parallel_for(params[k].numel(), [&](int64_t i) { adam_element(p[i], g[i], m[i], v[i], c); });
+    }
+  });
+}
+
+void cpu_sgd_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                    const std::vector<Tensor>& momentum_buffers, const SgdConfig& config) {
+  if (params.empty()) return;
+  LOOM_DISPATCH_FLOATING(params.front().dtype(), "SGD.step", [&] {
+    using T = scalar_t;
+    const SgdCoeffs<T> c{T(config.lr), T(config.weight_decay), T(config.momentum),
+                         T(1.0 - config.dampening), config.momentum != 0.0, config.nesterov,
+                         config.first_step};
+    for (size_t k = 0; k < params.size(); ++k) {
+      T* p = params[k].data_ptr<T>();
+      const T* g = grads[k].data_ptr<T>();
+      T* buf = c.use_momentum ? momentum_buffers[k].data_ptr<T>() : nullptr;
+      parallel_for(params[k].numel(),
+                   [&](int64_t i) { sgd_element(p[i], g[i], buf ? buf + i : nullptr, c); });
+    }
+  });
+}
+
+Tensor cpu_sum_of_squares(const std::vector<Tensor>& tensors) {
+  double total = 0.0;
+  for (const Tensor& t : tensors) {
+    LOOM_DISPATCH_FLOATING(t.dtype(), "clip_grad_norm_",
+                           [&] { total += squares_of(t.data_ptr<scalar_t>(), t.numel()); });
+  }
+  return scalar_tensor(total, kFloat64);
+}
+
+void cpu_scale(const std::vector<Tensor>& tensors, double factor) {
+  for (const Tensor& t : tensors) {
+    LOOM_DISPATCH_FLOATING(t.dtype(), "clip_grad_norm_", [&] {
+      scalar_t* x = t.data_ptr<scalar_t>();
+      const scalar_t f = static_cast<scalar_t>(factor);
+      parallel_for(t.numel(), [&](int64_t i) { x[i] *= f; });
+    });
+  }
+}
+
+}  // namespace loom::optim::detail

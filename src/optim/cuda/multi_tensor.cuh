@@ -1,0 +1,91 @@
+// Multi-tensor launches for the fused optimizer kernels: the addresses and sizes of many
+// tensors travel in the kernel's parameter struct, and each block takes one fixed-size chunk
+// of one tensor, so one launch updates up to a few dozen tensors (or 20M elements) at once.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "optim/fused_update.h"
+#include "tensor/cuda/check.h"
+#include "tensor/cuda/runtime.h"
+
+namespace loom::optim::detail {
+
+constexpr int kChunkSize = 65536;       // elements per block
+constexpr int kChunkThreads = 512;      // threads per block, each striding over the chunk
+constexpr int kMaxChunksPerLaunch = 320;
+
+// Tensors per launch for `Depth` lists, sized so the struct stays under the classic 4 KiB
+// kernel-parameter limit.
+template <int Depth>
+constexpr int kMaxTensors = Depth == 1 ? 110 : Depth == 2 ? 64 : Depth == 3 ? 48 : 36;
+
+template <int Depth>
+struct TensorListMeta {
+  void* ptrs[Depth][kMaxTensors<Depth>];
+  int64_t sizes[kMaxTensors<Depth>];
+  unsigned char chunk_tensor[kMaxChunksPerLaunch];  // block b works on tensor chunk_tensor[b]
+  int chunk_index[kMaxChunksPerLaunch];             // ... from element chunk_index[b] * kChunkSize
+};
+static_assert(sizeof(TensorListMeta<1>) < 4000 && sizeof(TensorListMeta<2>) < 4000 &&
+                  sizeof(TensorListMeta<3>) < 4000 && sizeof(TensorListMeta<4>) < 4000,
+              "kernel parameters must fit in 4 KiB");
+
+// The block's chunk: where it starts in its tensor and how many elements it holds.
+template <int Depth>
+__device__ __forceinline__ int64_t chunk_start(const TensorListMeta<Depth>& meta, int& tensor, int64_t& n) {
+  tensor = meta.chunk_tensor[blockIdx.x];
+  const int64_t start = static_cast<int64_t>(meta.chunk_index[blockIdx.x]) * kChunkSize;
+  n = meta.sizes[tensor] - start;
+  if (n > kChunkSize) n = kChunkSize;
+  return start;
+}
+
+// Calls launch(meta, blocks, stream) as often as the lists need: lists[d][t] is tensor t of
+// list d; all contiguous, same device and dtype, list d's tensor t shaped like list 0's.
+template <int Depth, typename Launch>
+void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lists, Launch&& launch) {
+  const std::vector<Tensor>& first = *lists[0];
+  if (first.empty()) return;
+  const int device = first.front().device().index;
+  cuda::DeviceGuard guard(device);
+  cudaStream_t stream = cuda::current_stream(device);
+  TensorListMeta<Depth> meta;
+  int tensors = 0, blocks = 0;
+  for (size_t t = 0; t < first.size(); ++t) {
+    const int64_t size = first[t].numel();
+    if (size == 0) continue;
+    int slot = tensors++;
+    for (int d = 0; d < Depth; ++d) meta.ptrs[d][slot] = (*lists[d])[t].raw_data();
+    meta.sizes[slot] = size;
+    const int64_t chunks = (size + kChunkSize - 1) / kChunkSize;
+    for (int64_t c = 0; c < chunks; ++c) {
+      meta.chunk_tensor[blocks] = static_cast<unsigned char>(slot);
+      meta.chunk_index[blocks] = static_cast<int>(c);
+      ++blocks;
+      const bool last_chunk = c + 1 == chunks;
+      if (blocks == kMaxChunksPerLaunch || (last_chunk && tensors == kMaxTensors<Depth>)) {
+        launch(meta, blocks, stream);
+        LOOM_CUDA_KERNEL_CHECK();
+        count_fused_launch();
+        blocks = 0;
+        if (last_chunk) {
+          tensors = 0;
+        } else {  // the tensor goes on in the next launch, as its first entry
+          for (int d = 0; d < Depth; ++d) meta.ptrs[d][0] = meta.ptrs[d][slot];
+          meta.sizes[0] = meta.sizes[slot];
+          slot = 0;
+          tensors = 1;
+        }
+      }
+    }
+  }
+  if (blocks > 0) {
+    launch(meta, blocks, stream);
+    LOOM_CUDA_KERNEL_CHECK();
+    count_fused_launch();
+  }
+}
+
+}  // namespace loom::optim::detail

@@ -1,0 +1,112 @@
+// Every differentiable elementwise op and activation as a test case (function, arity, input
+// domain), and the operand layouts they run on: written once, used by the CPU gradient checks
+// and by the CPU/CUDA parity tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "testing.h"
+
+namespace loom::testing {
+
+// Where inputs come from: any normal values, values in [0.5, 2) (log, sqrt, pow, division),
+// or uniform values in [-2, 2) kept 0.05 away from the op's kinks.
+enum class Domain { Any, Positive, AwayFromKinks };
+
+struct OpCase {
+  std::string name;
+  int arity;
+  Domain domain;
+  std::vector<double> kinks;
+  Function f;
+};
+
+// Shapes of the leaves; with transpose_first the first operand is used as in[0].t(), so a
+// [4, 3] leaf becomes a non-contiguous [3, 4] operand.
+struct Layout {
+  std::string name;
+  std::vector<Shape> shapes;
+  bool transpose_first = false;
+};
+
+inline std::vector<Layout> unary_layouts() {
+  return {{"matrix", {{2, 3}}},
+          {"scalar", {{}}},
+          {"rank3", {{2, 3, 4}}},
+          {"transposed", {{4, 3}}, true}};
+}
+
+inline std::vector<Layout> binary_layouts() {
+  return {{"same", {{3, 4}, {3, 4}}},     {"outer", {{3, 1}, {1, 4}}},
+          {"trailing", {{2, 3, 4}, {4}}}, {"scalar_left", {{}, {2, 3}}},
+          {"scalar_right", {{2, 3}, {}}}, {"transposed", {{4, 3}, {3, 4}}, true}};
+}
+
+inline std::vector<Layout> layouts_for(const OpCase& c) {
+  return c.arity == 1 ? unary_layouts() : binary_layouts();
+}
+
+inline Tensor make_input(const OpCase& c, const Shape& shape, uint64_t seed) {
+  switch (c.domain) {
+    case Domain::Positive:
+      return random_away_from(shape, seed, 0.5, 2.0, {}, 0.0);
+    case Domain::AwayFromKinks:
+      return random_away_from(shape, seed, -2.0, 2.0, c.kinks, 0.05);
+    case Domain::Any:
+      break;
+  }
+  return random_leaf(shape, seed);
+}
+
+// Applies the layout's view to the leaves, then the op.
+inline Function with_layout(const Function& f, const Layout& layout) {
+  return [f, layout](const std::vector<Tensor>& in) {
+    std::vector<Tensor> operands = in;
+    if (layout.transpose_first) operands[0] = operands[0].t();
+    return f(operands);
+  };
+}
+
+inline std::vector<OpCase> differentiable_cases() {
+  using V = const std::vector<Tensor>&;
+  const Domain any = Domain::Any, pos = Domain::Positive, kinks = Domain::AwayFromKinks;
+  return {
+      {"neg", 1, any, {}, [](V in) { return neg(in[0]); }},
+      {"unary_minus", 1, any, {}, [](V in) { return -in[0]; }},
+      {"exp", 1, any, {}, [](V in) { return exp(in[0]); }},
+      {"log", 1, pos, {}, [](V in) { return log(in[0]); }},
+      {"sqrt", 1, pos, {}, [](V in) { return sqrt(in[0]); }},
+      {"abs", 1, kinks, {0.0}, [](V in) { return abs(in[0]); }},
+      {"clamp", 1, kinks, {-0.5, 0.7}, [](V in) { return clamp(in[0], -0.5, 0.7); }},
+      {"pow_3", 1, any, {}, [](V in) { return pow(in[0], 3.0); }},
+      {"pow_half", 1, pos, {}, [](V in) { return pow(in[0], 0.5); }},
+      {"pow_neg", 1, pos, {}, [](V in) { return pow(in[0], -1.5); }},
+      {"pow_0", 1, any, {}, [](V in) { return pow(in[0], 0.0); }},
+      {"add_scalar", 1, any, {}, [](V in) { return in[0] + 1.5; }},
+      {"scalar_add", 1, any, {}, [](V in) { return 1.5 + in[0]; }},
+      {"sub_scalar", 1, any, {}, [](V in) { return in[0] - 0.25; }},
+      {"scalar_sub", 1, any, {}, [](V in) { return 2.0 - in[0]; }},
+      {"mul_scalar", 1, any, {}, [](V in) { return in[0] * -3.0; }},
+      {"scalar_mul", 1, any, {}, [](V in) { return 0.5 * in[0]; }},
+      {"div_scalar", 1, any, {}, [](V in) { return in[0] / 4.0; }},
+      {"scalar_div", 1, pos, {}, [](V in) { return 3.0 / in[0]; }},
+      {"relu", 1, kinks, {0.0}, [](V in) { return relu(in[0]); }},
+      {"leaky_relu", 1, kinks, {0.0}, [](V in) { return leaky_relu(in[0], 0.1); }},
+      {"leaky_relu_neg_slope", 1, kinks, {0.0}, [](V in) { return leaky_relu(in[0], -0.2); }},
+      {"sigmoid", 1, any, {}, [](V in) { return sigmoid(in[0]); }},
+      {"tanh", 1, any, {}, [](V in) { return tanh(in[0]); }},
+      {"add", 2, any, {}, [](V in) { return in[0] + in[1]; }},
+      {"sub", 2, any, {}, [](V in) { return in[0] - in[1]; }},
+      {"mul", 2, any, {}, [](V in) { return in[0] * in[1]; }},
+      {"div", 2, pos, {}, [](V in) { return in[0] / in[1]; }},
+      {"maximum", 2, any, {}, [](V in) { return maximum(in[0], in[1]); }},
+      {"minimum", 2, any, {}, [](V in) { return minimum(in[0], in[1]); }},
+      {"pow", 2, pos, {}, [](V in) { return pow(in[0], in[1]); }},
+      // The condition comes from the first operand, kept away from the threshold so a finite
+      // difference never flips it.
+      {"where", 2, kinks, {0.3}, [](V in) { return where(gt(in[0], 0.3), in[0], in[1]); }},
+  };
+}
+
+}  // namespace loom::testing

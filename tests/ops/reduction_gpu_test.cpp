@@ -1,0 +1,90 @@
+// CUDA reductions against the CPU on fresh random inputs, forward and backward, through every
+// kernel path: warp rows, block rows, and the two-pass split for few huge rows.
+#include <cmath>
+
+#include "parity_check.h"
+
+namespace loom {
+namespace {
+
+using testing::expect_cuda_parity;
+using testing::Function;
+
+Tensor random(const Shape& shape, uint64_t seed) {
+  Generator gen(seed);
+  return randn(shape, kFloat32, &gen);
+}
+
+TEST(ReductionGpu, ParityForwardAndBackward) {
+  LOOM_REQUIRE_CUDA();
+  const std::vector<Function> ops = {
+      [](const std::vector<Tensor>& in) { return sum(in[0]); },
+      [](const std::vector<Tensor>& in) { return sum(in[0], {1}); },
+      [](const std::vector<Tensor>& in) { return sum(in[0], {0, 2}, true); },
+      [](const std::vector<Tensor>& in) { return mean(in[0]); },
+      [](const std::vector<Tensor>& in) { return mean(in[0], {-1}); },
+      [](const std::vector<Tensor>& in) { return max(in[0]); },
+      [](const std::vector<Tensor>& in) { return min(in[0]); },
+      [](const std::vector<Tensor>& in) { return max(in[0], 1, true); },
+      [](const std::vector<Tensor>& in) { return min(in[0], -1); },
+      [](const std::vector<Tensor>& in) { return sum_to(in[0], {1, in[0].size(2)}); },
+      [](const std::vector<Tensor>& in) { return in[0].narrow(1, 0, 1).expand({-1, 3, -1}); },
+  };
+  // Short rows (a warp each) and long rows (a block each).
+  for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 2, 2500}, Shape{2, 1300, 3}}) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      SCOPED_TRACE("op " + std::to_string(i) + " shape " + shape_str(shape));
+      expect_cuda_parity(ops[i], {random(shape, 100 + i)}, 1e-4, 1e-4);
+    }
+  }
+}
+
+TEST(ReductionGpu, ArgmaxParity) {
+  LOOM_REQUIRE_CUDA();
+  const Tensor x = random({7, 300, 5}, 120);
+  for (int64_t d : {0, 1, 2}) {
+    EXPECT_EQ(argmax(x.cuda(), d).cpu().to_vector<int64_t>(), argmax(x, d).to_vector<int64_t>());
+  }
+  EXPECT_EQ(argmax(x.cuda()).item<int64_t>(), argmax(x).item<int64_t>());
+}
+
+TEST(ReductionGpu, FullSumOfHugeTensorUsesTheSplitPathAccurately) {
+  LOOM_REQUIRE_CUDA();
+  const int64_t n = int64_t(1) << 26;
+  Generator gen(121);
+  const Tensor x = rand({n}, TensorOptions(kFloat32).device(kCUDA), &gen);
+  const double cpu_total = sum(x.cpu()).item<double>();
+  EXPECT_NEAR(sum(x).item<double>(), cpu_total, std::abs(cpu_total) * 1e-6);
+  EXPECT_NEAR(mean(x).item<double>(), cpu_total / n, 1e-6);
+  // Two rows of 2^24: still split, per row.
+  const Tensor rows = x.reshape({4, n / 4});
+  EXPECT_TENSOR_NEAR(sum(rows, {1}).cpu(), sum(rows.cpu(), {1}), 0, 1e-6);
+}
+
+TEST(ReductionGpu, ArgmaxOfHugeRowFindsTheFirstMaximum) {
+  LOOM_REQUIRE_CUDA();
+  const int64_t n = int64_t(1) << 22;
+  Generator gen(122);
+  Tensor x = rand({n}, TensorOptions(kFloat32).device(kCUDA), &gen);
+  x.narrow(0, n - 5, 1).fill_(7.0);
+  x.narrow(0, 123457, 1).fill_(7.0);
+  EXPECT_EQ(argmax(x).item<int64_t>(), 123457);
+  EXPECT_EQ(max(x).item<float>(), 7.0f);
+  x.narrow(0, 99, 1).fill_(-3.0);
+  EXPECT_EQ(min(x).item<float>(), -3.0f);
+}
+
+TEST(ReductionGpu, IntegersNanAndEmpty) {
+  LOOM_REQUIRE_CUDA();
+  const Tensor mask = from_vector<uint8_t>({1, 0, 1, 1, 0, 1}, {2, 3}).cuda();
+  EXPECT_EQ(sum(mask).item<int64_t>(), 4);
+  EXPECT_EQ(sum(mask, {0}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 2}));
+  const Tensor labels = from_vector<int64_t>({4, 9, 2, 9}).cuda();
+  EXPECT_EQ(argmax(labels).item<int64_t>(), 1);
+  EXPECT_TRUE(std::isnan(max(from_vector<float>({1, NAN, 5}).cuda()).item<float>()));
+  EXPECT_TRUE(std::isnan(mean(zeros({0}, kCUDA)).item<float>()));
+  EXPECT_LOOM_ERROR(max(zeros({0}, kCUDA)), "cannot reduce over zero elements");
+}
+
+}  // namespace
+}  // namespace loom
