@@ -1,0 +1,19 @@
+// Batch normalisation over the channel dim (1) of x [N, C, ...]: batch statistics in training
+// (updating the running averages in place), running statistics in eval.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace loom {
+
+// y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c.
+// training: mean/var are the batch's (biased var); running_mean and running_var, when defined,
+//   become (1 - momentum) * running + momentum * batch, with the unbiased variance
+//   var * m / (m - 1), m = N * H * W, as PyTorch does.
+// eval: mean/var are running_mean/running_var (both required).
+// weight/bias undefined: 1 and 0. Gradients flow to x, weight and bias, never to running stats.
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, bool training,
+                  double momentum = 0.1, double eps = 1e-5);
+
+}  // namespace loom

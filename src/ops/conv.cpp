@@ -1,0 +1,123 @@
+// conv2d: argument checks, output geometry (explicit, 'valid' and 'same' padding), device
+// dispatch and the autograd node. The kernels live in cpu/conv.cpp and cuda/conv.cu.
+#include "ops/conv.h"
+
+#include <atomic>
+
+#include "ops/conv_kernels.h"
+#include "ops/dispatch.h"
+#include "tensor/autograd.h"
+
+namespace loom {
+
+namespace {
+
+std::atomic<bool> g_deterministic{false};
+
+// Padding before and after along one axis.
+std::array<int64_t, 2> axis_padding(const Conv2dOptions& opt, int axis, int64_t in, int64_t k) {
+  switch (opt.padding_mode_) {
+    case Padding::Valid:
+      return {0, 0};
+    case Padding::Same: {
+      const int64_t s = opt.stride_[axis];
+      const int64_t out = (in + s - 1) / s;
+      const int64_t span = opt.dilation_[axis] * (k - 1) + 1;
+      const int64_t total = std::max<int64_t>((out - 1) * s + span - in, 0);
+      return {total / 2, total - total / 2};
+    }
+    case Padding::Explicit:
+      break;
+  }
+  return {opt.padding_[axis], opt.padding_[axis]};
+}
+
+detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              const Conv2dOptions& opt) {
+  LOOM_CHECK(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
+  LOOM_CHECK(x.dim() == 4, "conv2d: input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
+  LOOM_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [O, C, kh, kw], got shape ",
+             shape_str(weight.shape()));
+  LOOM_CHECK(x.size(1) == weight.size(1), "conv2d: input has ", x.size(1),
+             " channels but weight ", shape_str(weight.shape()), " expects ", weight.size(1));
+  LOOM_CHECK(is_floating(x.dtype()), "conv2d: input must be floating point, got ", x.dtype());
+  LOOM_CHECK(weight.dtype() == x.dtype(), "conv2d: weight dtype ", weight.dtype(),
+             " differs from input dtype ", x.dtype());
+  LOOM_CHECK(weight.device() == x.device(), "conv2d: weight on ", weight.device(),
+             " but input on ", x.device());
+  if (bias.defined()) {
+    LOOM_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: bias shape ",
+               shape_str(bias.shape()), " does not match ", weight.size(0), " output channels");
+    LOOM_CHECK(bias.dtype() == x.dtype() && bias.device() == x.device(),
+               "conv2d: bias must have the input's dtype and device");
+  }
+  for (int a = 0; a < 2; ++a) {
+    LOOM_CHECK(opt.stride_[a] >= 1 && opt.dilation_[a] >= 1 && opt.padding_[a] >= 0,
+               "conv2d: stride (", opt.stride_[0], ", ", opt.stride_[1], ") and dilation (",
+               opt.dilation_[0], ", ", opt.dilation_[1], ") must be >= 1 and padding (",
+               opt.padding_[0], ", ", opt.padding_[1], ") >= 0");
+  }
+  LOOM_CHECK(x.numel() > 0 && weight.numel() > 0, "conv2d: empty input ", shape_str(x.shape()),
+             " or weight ", shape_str(weight.shape()));
+  detail::ConvGeometry g;
+  g.n = x.size(0), g.c = x.size(1), g.h = x.size(2), g.w = x.size(3);
+  g.o = weight.size(0), g.kh = weight.size(2), g.kw = weight.size(3);
+  g.stride_h = opt.stride_[0], g.stride_w = opt.stride_[1];
+  g.dil_h = opt.dilation_[0], g.dil_w = opt.dilation_[1];
+  const auto ph = axis_padding(opt, 0, g.h, g.kh);
+  const auto pw = axis_padding(opt, 1, g.w, g.kw);
+  g.pad_top = ph[0], g.pad_bottom = ph[1], g.pad_left = pw[0], g.pad_right = pw[1];
+  const int64_t span_h = g.dil_h * (g.kh - 1) + 1, span_w = g.dil_w * (g.kw - 1) + 1;
+  const int64_t padded_h = g.h + g.pad_top + g.pad_bottom, padded_w = g.w + g.pad_left + g.pad_right;
+  LOOM_CHECK(span_h <= padded_h && span_w <= padded_w, "conv2d: kernel ", g.kh, "x", g.kw,
+             " (dilated extent ", span_h, "x", span_w, ") is larger than the padded input ",
+             padded_h, "x", padded_w);
+  g.oh = (padded_h - span_h) / g.stride_h + 1;
+  g.ow = (padded_w - span_w) / g.stride_w + 1;
+  return g;
+}
+
+}  // namespace
+
+void set_deterministic(bool deterministic) { g_deterministic = deterministic; }
+bool deterministic() { return g_deterministic; }
+
+int64_t conv_algorithm_searches() {
+#if defined(LOOM_WITH_CUDA)
+  return detail::cuda_conv_algorithm_searches();
+#else
+  return 0;
+#endif
+}
+
+Tensor conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
+              const Conv2dOptions& options) {
+  const detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);
+  const Tensor x = x_in.contiguous();
+  const Tensor weight = weight_in.contiguous();
+  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+  Tensor out;
+  if (x.is_cuda()) {
+    LOOM_CUDA_DISPATCH("conv2d", out = detail::cuda_conv2d_forward(x, weight, bias, g));
+  } else {
+    out = detail::cpu_conv2d_forward(x, weight, bias, g);
+  }
+  const bool need_input = x_in.requires_grad(), need_weight = weight_in.requires_grad();
+  const bool need_bias = bias_in.defined() && bias_in.requires_grad();
+  // Saves the (contiguous) input and weight: each gradient needs the other operand.
+  return record("conv2d", out, {x_in, weight_in, bias_in},
+                [x, weight, g, need_input, need_weight, need_bias](const Tensor& grad) {
+                  const Tensor dy = grad.contiguous();
+                  detail::ConvGrads r;
+                  if (dy.is_cuda()) {
+                    LOOM_CUDA_DISPATCH("conv2d backward",
+                                       r = detail::cuda_conv2d_backward(dy, x, weight, g, need_input,
+                                                                        need_weight, need_bias));
+                  } else {
+                    r = detail::cpu_conv2d_backward(dy, x, weight, g, need_input, need_weight, need_bias);
+                  }
+                  return std::vector<Tensor>{r.input, r.weight, r.bias};
+                });
+}
+
+}  // namespace loom

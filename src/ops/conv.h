@@ -1,0 +1,47 @@
+// 2-D convolution over NCHW tensors (cross-correlation, as in every framework), forward and
+// backward: im2col + Eigen GEMM on the CPU, cuDNN on CUDA.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace loom {
+
+// Explicit: Conv2dOptions::padding on both sides. Valid: no padding.
+// Same (Keras/TensorFlow rule): out = ceil(in / stride); the total padding
+// max((out - 1) * stride + dilation * (k - 1) + 1 - in, 0) is split with the odd pixel at the
+// bottom/right. For stride 1 this keeps the size, as PyTorch's padding='same' does.
+enum class Padding { Explicit, Valid, Same };
+
+struct Conv2dOptions {
+  std::array<int64_t, 2> stride_{1, 1};
+  std::array<int64_t, 2> padding_{0, 0};
+  Padding padding_mode_ = Padding::Explicit;
+  std::array<int64_t, 2> dilation_{1, 1};
+
+  Conv2dOptions& stride(int64_t s) { stride_ = {s, s}; return *this; }
+  Conv2dOptions& stride(int64_t h, int64_t w) { stride_ = {h, w}; return *this; }
+  Conv2dOptions& padding(int64_t p) { padding_ = {p, p}; padding_mode_ = Padding::Explicit; return *this; }
+  Conv2dOptions& padding(int64_t h, int64_t w) { padding_ = {h, w}; padding_mode_ = Padding::Explicit; return *this; }
+  Conv2dOptions& padding(Padding mode) { padding_mode_ = mode; return *this; }
+  Conv2dOptions& dilation(int64_t d) { dilation_ = {d, d}; return *this; }
+  Conv2dOptions& dilation(int64_t h, int64_t w) { dilation_ = {h, w}; return *this; }
+};
+
+// x [N, C, H, W] (*) weight [O, C, kh, kw] + bias [O] (undefined: none) -> [N, O, OH, OW],
+// OH = floor((H + pad_top + pad_bottom - dilation * (kh - 1) - 1) / stride) + 1.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Conv2dOptions& options = {});
+
+// Restricts cuDNN to deterministic convolution algorithms (bitwise-reproducible training on a
+// GPU, at some cost in speed). The CPU path is always deterministic.
+void set_deterministic(bool deterministic);
+bool deterministic();
+
+// How many cuDNN algorithm searches have run in this process: a second conv2d with the same
+// shapes reuses the cached choice and does not add to it (0 in a CPU-only build).
+int64_t conv_algorithm_searches();
+
+}  // namespace loom

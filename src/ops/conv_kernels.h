@@ -1,0 +1,37 @@
+// Internal: the backend entry points of conv2d and the geometry they share. Inputs arrive
+// validated and contiguous, on one device, of one floating dtype.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace loom::detail {
+
+struct ConvGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t o = 0, kh = 0, kw = 0;       // weight [o, c, kh, kw]
+  int64_t oh = 0, ow = 0;              // output
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t dil_h = 1, dil_w = 1;
+};
+
+struct ConvGrads {
+  Tensor input, weight, bias;  // undefined where not asked for
+};
+
+Tensor cpu_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const ConvGeometry& g);
+ConvGrads cpu_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                              const ConvGeometry& g, bool need_input, bool need_weight,
+                              bool need_bias);
+
+Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const ConvGeometry& g);
+ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                               const ConvGeometry& g, bool need_input, bool need_weight,
+                               bool need_bias);
+int64_t cuda_conv_algorithm_searches();
+
+}  // namespace loom::detail

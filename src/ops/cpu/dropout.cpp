@@ -1,0 +1,17 @@
+// dropout's mask application on the CPU.
+#include "ops/dropout_kernels.h"
+#include "tensor/parallel.h"
+
+namespace loom::detail {
+
+void cpu_dropout_apply(const Tensor& src, const Tensor& u, double p, const Tensor& out) {
+  const double scale = 1.0 / (1.0 - p);
+  LOOM_DISPATCH_FLOATING(src.dtype(), "dropout", [&] {
+    const scalar_t* s = src.data_ptr<scalar_t>();
+    const scalar_t* r = u.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    parallel_for(src.numel(), [&](int64_t i) { o[i] = dropout_at(s[i], r[i], p, scale); });
+  });
+}
+
+}  // namespace loom::detail

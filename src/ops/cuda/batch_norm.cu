@@ -1,0 +1,185 @@
+// batch_norm on CUDA: one block per channel for the sums (reduced in double through shared
+// memory, in a fixed order, so results are deterministic), elementwise kernels for the rest,
+// all by the shared rules of batch_norm_kernels.h.
+#include "ops/batch_norm_kernels.h"
+#include "tensor/cuda/check.h"
+#include "tensor/cuda/runtime.h"
+
+namespace loom::detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t blocks_for(int64_t n) { return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32); }
+
+template <typename T>
+T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+cudaStream_t stream_of(const Tensor& t) { return cuda::current_stream(t.device().index); }
+
+// Block c: term(i, c, a, b) over channel c's elements, then finish(c, a, b) in thread 0.
+template <typename Term, typename Finish>
+__global__ void channel_reduce_kernel(BnGeometry g, Term term, Finish finish) {
+  __shared__ double shared_a[kThreads], shared_b[kThreads];
+  const int64_t c = blockIdx.x;
+  const int tid = threadIdx.x;
+  double a = 0.0, b = 0.0;
+  const int64_t m = g.n * g.inner;
+  for (int64_t j = tid; j < m; j += blockDim.x) {
+    const int64_t n = j / g.inner, k = j % g.inner;
+    term((n * g.c + c) * g.inner + k, c, a, b);
+  }
+  shared_a[tid] = a, shared_b[tid] = b;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (tid < stride) shared_a[tid] += shared_a[tid + stride], shared_b[tid] += shared_b[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) finish(c, shared_a[0], shared_b[0]);
+}
+
+template <typename T>
+struct MomentsTerm {
+  const T* x;
+  __device__ void operator()(int64_t i, int64_t, double& a, double& b) const {
+    const double v = x[i];
+    a += v, b += v * v;
+  }
+};
+
+template <typename T>
+struct StatsFinish {
+  BnChannels<T> ch;
+  double count, momentum, eps;
+  __device__ void operator()(int64_t c, double a, double b) const {
+    bn_finish_stats(ch, c, a, b, count, momentum, eps);
+  }
+};
+
+template <typename T>
+struct GradTerm {
+  const T* x;
+  const T* dy;
+  const T* mean;
+  __device__ void operator()(int64_t i, int64_t c, double& a, double& b) const {
+    const double d = dy[i];
+    a += d, b += d * (static_cast<double>(x[i]) - mean[c]);
+  }
+};
+
+template <typename T>
+struct GradFinish {
+  const T* invstd;
+  double* sum_dy;
+  double* sum_dy_xmu;
+  T* grad_weight;
+  T* grad_bias;
+  __device__ void operator()(int64_t c, double a, double b) const {
+    sum_dy[c] = a, sum_dy_xmu[c] = b;
+    if (grad_weight) grad_weight[c] = static_cast<T>(b * invstd[c]);  // sum(dy * xhat)
+    if (grad_bias) grad_bias[c] = static_cast<T>(a);
+  }
+};
+
+template <typename T>
+__global__ void eval_stats_kernel(const T* running_mean, const T* running_var, double eps, T* mean,
+                                  T* invstd, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < c; i += int64_t(gridDim.x) * blockDim.x) {
+    mean[i] = running_mean[i];
+    invstd[i] = static_cast<T>(1.0 / sqrt(static_cast<double>(running_var[i]) + eps));
+  }
+}
+
+template <typename T>
+__global__ void apply_kernel(const T* x, BnChannels<T> ch, BnGeometry g, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = bn_apply_at(ch, g.channel_of(i), x[i]);
+  }
+}
+
+template <typename T>
+__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<T> ch, BnGeometry g,
+                                  const double* sum_dy, const double* sum_dy_xmu, bool training, T* dx,
+                                  int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = g.channel_of(i);
+    dx[i] = bn_grad_input_at(ch, c, x[i], dy[i], sum_dy[c], sum_dy_xmu[c], g.count(), training);
+  }
+}
+
+}  // namespace
+
+void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& mean,
+                           const Tensor& invstd, const Tensor& running_mean,
+                           const Tensor& running_var, double momentum, double eps) {
+  cuda::DeviceGuard guard(x.device().index);
+  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
+    StatsFinish<scalar_t> finish;
+    finish.ch.mean = mean.data_ptr<scalar_t>(), finish.ch.invstd = invstd.data_ptr<scalar_t>();
+    finish.ch.running_mean = ptr_or_null<scalar_t>(running_mean);
+    finish.ch.running_var = ptr_or_null<scalar_t>(running_var);
+    finish.count = g.count(), finish.momentum = momentum, finish.eps = eps;
+    channel_reduce_kernel<<<g.c, kThreads, 0, stream_of(x)>>>(g, MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()},
+                                                              finish);
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
+void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
+                                const Tensor& mean, const Tensor& invstd) {
+  cuda::DeviceGuard guard(mean.device().index);
+  const int64_t c = mean.numel();
+  LOOM_DISPATCH_FLOATING(mean.dtype(), "batch_norm", [&] {
+    eval_stats_kernel<<<blocks_for(c), kThreads, 0, stream_of(mean)>>>(
+        running_mean.data_ptr<scalar_t>(), running_var.data_ptr<scalar_t>(), eps, mean.data_ptr<scalar_t>(),
+        invstd.data_ptr<scalar_t>(), c);
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
+void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                           const Tensor& out) {
+  cuda::DeviceGuard guard(x.device().index);
+  const int64_t n = x.numel();
+  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
+    BnChannels<scalar_t> ch;
+    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
+    ch.weight = ptr_or_null<scalar_t>(weight), ch.bias = ptr_or_null<scalar_t>(bias);
+    apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
+                                                                out.data_ptr<scalar_t>(), n);
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
+void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
+                              const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                              bool training, const Tensor& grad_input, const Tensor& grad_weight,
+                              const Tensor& grad_bias) {
+  cuda::DeviceGuard guard(x.device().index);
+  // Per-channel sums for the input gradient, from the caching allocator.
+  const Tensor sums = empty({2, g.c}, TensorOptions(kFloat64).device(x.device()));
+  double* sum_dy = sums.data_ptr<double>();
+  double* sum_dy_xmu = sum_dy + g.c;
+  const int64_t n = x.numel();
+  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm backward", [&] {
+    BnChannels<scalar_t> ch;
+    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
+    ch.weight = ptr_or_null<scalar_t>(weight);
+    const GradTerm<scalar_t> term{x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch.mean};
+    const GradFinish<scalar_t> finish{ch.invstd, sum_dy, sum_dy_xmu, ptr_or_null<scalar_t>(grad_weight),
+                                      ptr_or_null<scalar_t>(grad_bias)};
+    channel_reduce_kernel<<<g.c, kThreads, 0, stream_of(x)>>>(g, term, finish);
+    LOOM_CUDA_KERNEL_CHECK();
+    if (!grad_input.defined()) return;
+    grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+        x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch, g, sum_dy, sum_dy_xmu, training,
+        grad_input.data_ptr<scalar_t>(), n);
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
+}  // namespace loom::detail

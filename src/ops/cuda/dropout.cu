@@ -1,0 +1,33 @@
+// dropout's mask application on CUDA (the draws come from loom::rand, as on the CPU).
+#include "ops/dropout_kernels.h"
+#include "tensor/cuda/check.h"
+#include "tensor/cuda/runtime.h"
+
+namespace loom::detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__global__ void dropout_kernel(const T* src, const T* u, double p, double scale, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = dropout_at(src[i], u[i], p, scale);
+  }
+}
+
+}  // namespace
+
+void cuda_dropout_apply(const Tensor& src, const Tensor& u, double p, const Tensor& out) {
+  cuda::DeviceGuard guard(src.device().index);
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32);
+  LOOM_DISPATCH_FLOATING(src.dtype(), "dropout", [&] {
+    dropout_kernel<<<blocks, kThreads, 0, cuda::current_stream(src.device().index)>>>(
+        src.data_ptr<scalar_t>(), u.data_ptr<scalar_t>(), p, 1.0 / (1.0 - p), out.data_ptr<scalar_t>(), n);
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
+}  // namespace loom::detail

@@ -1,0 +1,110 @@
+// Pooling ops: argument checks, window geometry, device dispatch and autograd nodes. The
+// per-element rules are in pool_kernels.h; loops in cpu/pool.cpp, kernels in cuda/pool.cu.
+#include "ops/pool.h"
+
+#include "ops/dispatch.h"
+#include "ops/pool_kernels.h"
+#include "tensor/autograd.h"
+
+namespace loom {
+
+namespace {
+
+void check_input(const char* op, const Tensor& x) {
+  LOOM_CHECK(x.defined(), op, ": input is undefined");
+  LOOM_CHECK(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
+  LOOM_CHECK(is_floating(x.dtype()), op, ": input must be floating point, got ", x.dtype());
+  LOOM_CHECK(x.numel() > 0, op, ": input ", shape_str(x.shape()), " is empty");
+}
+
+detail::PoolAxis fixed_axis(const char* op, const char* name, int64_t in, int64_t kernel,
+                            int64_t stride, int64_t pad) {
+  if (stride == 0) stride = kernel;
+  LOOM_CHECK(kernel >= 1 && stride >= 1 && pad >= 0, op, ": ", name, " kernel ", kernel,
+             " and stride ", stride, " must be >= 1 and padding ", pad, " >= 0");
+  LOOM_CHECK(2 * pad <= kernel, op, ": ", name, " padding ", pad,
+             " must be at most half the kernel size ", kernel);
+  LOOM_CHECK(kernel <= in + 2 * pad, op, ": ", name, " kernel ", kernel,
+             " is larger than the padded input ", in + 2 * pad);
+  detail::PoolAxis a;
+  a.in = in, a.kernel = kernel, a.stride = stride, a.pad = pad;
+  a.out = (in + 2 * pad - kernel) / stride + 1;
+  return a;
+}
+
+detail::PoolGeometry fixed_geometry(const char* op, const Tensor& x, Size2 kernel, Size2 stride,
+                                    Size2 padding) {
+  check_input(op, x);
+  detail::PoolGeometry g;
+  g.planes = x.size(0) * x.size(1);
+  g.y = fixed_axis(op, "height", x.size(2), kernel.h, stride.h, padding.h);
+  g.x = fixed_axis(op, "width", x.size(3), kernel.w, stride.w, padding.w);
+  return g;
+}
+
+Shape out_shape(const Tensor& x, const detail::PoolGeometry& g) {
+  return {x.size(0), x.size(1), g.y.out, g.x.out};
+}
+
+// Records the backward shared by all pools: gather from the outputs (indices: max pooling).
+Tensor record_pool(const char* name, const Tensor& x, Tensor out, const detail::PoolGeometry& g,
+                   bool include_pad, const Tensor& indices) {
+  const Shape in_shape = x.shape();
+  const TensorOptions options = x.options();
+  return record(name, out, {x}, [g, include_pad, indices, in_shape, options](const Tensor& grad) {
+    const Tensor dy = grad.contiguous();
+    Tensor dx = empty(in_shape, options);
+    if (dy.is_cuda()) {
+      LOOM_CUDA_DISPATCH("pool2d backward", detail::cuda_pool2d_backward(dy, indices, g, include_pad, dx));
+    } else {
+      detail::cpu_pool2d_backward(dy, indices, g, include_pad, dx);
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry& g, bool include_pad) {
+  const Tensor x = x_in.contiguous();
+  Tensor out = empty(out_shape(x, g), x.options());
+  if (x.is_cuda()) {
+    LOOM_CUDA_DISPATCH(name, detail::cuda_avg_pool2d(x, g, include_pad, out));
+  } else {
+    detail::cpu_avg_pool2d(x, g, include_pad, out);
+  }
+  return record_pool(name, x_in, out, g, include_pad, Tensor());
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding) {
+  const detail::PoolGeometry g = fixed_geometry("max_pool2d", x_in, kernel, stride, padding);
+  const Tensor x = x_in.contiguous();
+  Tensor out = empty(out_shape(x, g), x.options());
+  Tensor indices = empty(out_shape(x, g), TensorOptions(kInt64).device(x.device()));
+  if (x.is_cuda()) {
+    LOOM_CUDA_DISPATCH("max_pool2d", detail::cuda_max_pool2d(x, g, out, indices));
+  } else {
+    detail::cpu_max_pool2d(x, g, out, indices);
+  }
+  return record_pool("max_pool2d", x_in, out, g, false, indices);
+}
+
+Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {
+  return avg_pool("avg_pool2d", x, fixed_geometry("avg_pool2d", x, kernel, stride, padding),
+                  count_include_pad);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
+  check_input("adaptive_avg_pool2d", x);
+  LOOM_CHECK(out_h >= 1 && out_w >= 1, "adaptive_avg_pool2d: output size ", out_h, "x", out_w,
+             " must be positive");
+  detail::PoolGeometry g;
+  g.planes = x.size(0) * x.size(1);
+  g.y.in = x.size(2), g.y.out = out_h, g.y.adaptive = true;
+  g.x.in = x.size(3), g.x.out = out_w, g.x.adaptive = true;
+  return avg_pool("adaptive_avg_pool2d", x, g, true);
+}
+
+Tensor global_avg_pool2d(const Tensor& x) { return adaptive_avg_pool2d(x, 1, 1); }
+
+}  // namespace loom

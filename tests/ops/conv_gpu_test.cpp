@@ -1,0 +1,89 @@
+// conv2d on cuDNN: CPU/CUDA parity of forward and all gradients over strides, paddings
+// (including Keras' asymmetric 'same'), dilation and 1x1 kernels; the algorithm cache; float64.
+#include "cnn_parity.h"
+
+namespace loom {
+namespace {
+
+using testing::expect_cuda_parity;
+
+struct GpuCase {
+  Shape x, w;
+  Conv2dOptions opt;
+};
+
+TEST(Conv2dCuda, MatchesTheCpu) {
+  LOOM_REQUIRE_CUDA();
+  const std::vector<GpuCase> cases = {
+      {{2, 3, 9, 8}, {4, 3, 3, 3}, Conv2dOptions()},
+      {{3, 3, 64, 64}, {32, 3, 3, 3}, Conv2dOptions().stride(3)},  // seed_cnn's first layer
+      {{2, 4, 11, 10}, {5, 4, 3, 2}, Conv2dOptions().stride(2).padding(1)},
+      {{1, 2, 9, 9}, {3, 2, 3, 3}, Conv2dOptions().dilation(2).padding(2)},
+      {{2, 3, 8, 7}, {4, 3, 3, 3}, Conv2dOptions().padding(Padding::Same)},
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dOptions().stride(2).padding(Padding::Same)},  // asymmetric
+      {{2, 2, 6, 6}, {3, 2, 2, 2}, Conv2dOptions().padding(Padding::Same)},            // asymmetric
+      {{2, 8, 5, 5}, {6, 8, 1, 1}, Conv2dOptions()},
+      {{4, 16, 16, 16}, {32, 16, 3, 3}, Conv2dOptions().padding(1)},
+  };
+  uint64_t seed = 1;
+  for (const GpuCase& c : cases) {
+    Generator gen(seed++);
+    const Tensor x = randn(c.x, kFloat32, &gen), w = uniform(c.w, -0.5, 0.5, kFloat32, &gen);
+    const Tensor b = randn({c.w[0]}, kFloat32, &gen);
+    const Conv2dOptions opt = c.opt;
+    SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
+    // Weight and bias gradients sum up to ~10^4 float32 products: a small absolute slack on
+    // top of 1e-4 relative keeps entries near zero from failing on rounding alone.
+    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+                       {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
+                       {x, w}, 5e-4, 1e-4);
+  }
+}
+
+TEST(Conv2dCuda, Float64MatchesTheCpu) {
+  LOOM_REQUIRE_CUDA();
+  Generator gen(3);
+  const Tensor x = randn({2, 3, 7, 7}, kFloat64, &gen), w = randn({2, 3, 3, 3}, kFloat64, &gen);
+  expect_cuda_parity([](const std::vector<Tensor>& in) {
+    return conv2d(in[0], in[1], Tensor(), Conv2dOptions().stride(2).padding(1));
+  }, {x, w}, 1e-10, 1e-10);
+}
+
+TEST(Conv2dCuda, AlgorithmsAreChosenOncePerShape) {
+  LOOM_REQUIRE_CUDA();
+  Generator gen(4);
+  // A shape no other test uses, so its first call searches.
+  Tensor x = randn({3, 5, 13, 11}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  Tensor w = randn({7, 5, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  const int64_t before = conv_algorithm_searches();
+  Tensor y = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
+  y.backward(ones_like(y));
+  const int64_t after_first = conv_algorithm_searches();
+  EXPECT_EQ(after_first, before + 3);  // forward, backward data, backward filter
+  for (int i = 0; i < 3; ++i) {
+    Tensor y2 = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
+    y2.backward(ones_like(y2));
+  }
+  EXPECT_EQ(conv_algorithm_searches(), after_first);
+}
+
+TEST(Conv2dCuda, DeterministicAlgorithmsRepeatBitwise) {
+  LOOM_REQUIRE_CUDA();
+  set_deterministic(true);
+  Generator gen(5);
+  Tensor x = randn({8, 16, 20, 20}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  Tensor w = randn({16, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  std::vector<std::vector<float>> grads;
+  for (int i = 0; i < 2; ++i) {
+    x.set_grad(Tensor()), w.set_grad(Tensor());
+    Tensor y = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
+    y.backward(ones_like(y));
+    grads.push_back(w.grad().cpu().to_vector<float>());
+  }
+  set_deterministic(false);
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,176 @@
+// Pooling on the CPU: values against plain loops (padding, non-square kernels and strides,
+// count_include_pad both ways, adaptive bins), float64 gradient checks, errors.
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+using testing::gradcheck;
+
+// Distinct values (a shuffled ramp plus noise), so no max-pool window has a near-tie that a
+// finite difference could flip.
+Tensor distinct_leaf(const Shape& shape, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> v(n);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < n; ++i) v[i] = 0.1 * static_cast<double>(i) + 0.01 * std::uniform_real_distribution<double>(0, 1)(rng);
+  std::shuffle(v.begin(), v.end(), rng);
+  Tensor t = from_vector(v, shape);
+  t.set_requires_grad(true);
+  return t;
+}
+
+enum class Kind { Max, AvgWithPad, AvgNoPad };
+
+// Pooling by its definition: window of output (i, j) is rows i*sh - ph + [0, kh), clipped.
+Tensor reference_pool(const Tensor& x, Kind kind, Size2 k, Size2 s, Size2 p) {
+  const auto xv = x.to_vector<double>();
+  const int64_t P = x.size(0) * x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t OH = (H + 2 * p.h - k.h) / s.h + 1, OW = (W + 2 * p.w - k.w) / s.w + 1;
+  std::vector<double> y;
+  for (int64_t pl = 0; pl < P; ++pl)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        int64_t inside = 0, padded = 0;
+        for (int64_t a = 0; a < k.h; ++a)
+          for (int64_t b = 0; b < k.w; ++b) {
+            const int64_t yy = i * s.h - p.h + a, xx = j * s.w - p.w + b;
+            if (yy >= H + p.h || xx >= W + p.w) continue;  // beyond the padding: not counted
+            ++padded;
+            if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+            const double v = xv[(pl * H + yy) * W + xx];
+            best = std::max(best, v), sum += v, ++inside;
+          }
+        y.push_back(kind == Kind::Max ? best : sum / (kind == Kind::AvgWithPad ? padded : inside));
+      }
+  return from_vector(y, {x.size(0), x.size(1), OH, OW});
+}
+
+struct PoolCase {
+  Shape x;
+  Size2 k, s, p;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {{2, 3, 8, 8}, 2, 2, 0},
+      {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
+      {{2, 1, 5, 6}, 3, 1, 1},
+      {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
+      {{1, 1, 7, 7}, 3, 2, 1},
+      {{3, 2, 10, 10}, 2, 2, 0},
+  };
+}
+
+TEST(Pool2d, MaxAndAverageMatchLoops) {
+  uint64_t seed = 1;
+  for (const auto& c : pool_cases()) {
+    for (DType dtype : {kFloat64, kFloat32}) {
+      Generator gen(seed++);
+      Tensor x = randn(c.x, dtype, &gen);
+      const double tol = dtype == kFloat64 ? 1e-12 : 1e-6;
+      EXPECT_TENSOR_NEAR(max_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::Max, c.k, c.s, c.p), tol, tol);
+      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::AvgWithPad, c.k, c.s, c.p), tol, tol);
+      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p, false),
+                         reference_pool(x, Kind::AvgNoPad, c.k, c.s, c.p), tol, tol);
+    }
+  }
+}
+
+TEST(Pool2d, StrideDefaultsToKernel) {
+  Tensor x = randn({1, 2, 64, 64});
+  EXPECT_EQ(max_pool2d(x, 2).shape(), (Shape{1, 2, 32, 32}));
+  EXPECT_EQ(max_pool2d(randn({1, 32, 21, 21}), 2).shape(), (Shape{1, 32, 10, 10}));  // seed_cnn
+  EXPECT_EQ(avg_pool2d(x, {4, 2}).shape(), (Shape{1, 2, 16, 32}));
+}
+
+TEST(Pool2d, KnownSmallValues) {
+  Tensor x = arange(1, 17, 1, kFloat64).reshape({1, 1, 4, 4});
+  EXPECT_EQ(max_pool2d(x, 2).to_vector<double>(), (std::vector<double>{6, 8, 14, 16}));
+  EXPECT_EQ(avg_pool2d(x, 2).to_vector<double>(), (std::vector<double>{3.5, 5.5, 11.5, 13.5}));
+  // Padding 1, kernel 2, stride 2: the corner window holds x[0,0] = 1 and three zeros.
+  EXPECT_EQ(avg_pool2d(x, 2, 2, 1).to_vector<double>()[0], 0.25);
+  EXPECT_EQ(avg_pool2d(x, 2, 2, 1, false).to_vector<double>()[0], 1.0);
+  EXPECT_EQ(max_pool2d(-x, 2, 2, 1).to_vector<double>()[0], -1.0);  // padding never wins
+}
+
+TEST(Pool2d, AdaptiveAndGlobalAverage) {
+  Generator gen(9);
+  Tensor x = randn({2, 3, 7, 5}, kFloat64, &gen);
+  const auto xv = x.to_vector<double>();
+  for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {1, 1}, {7, 5}, {4, 4}, {2, 5}}) {
+    std::vector<double> ref;
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t y0 = i * 7 / oh, y1 = ((i + 1) * 7 + oh - 1) / oh;
+          const int64_t x0 = j * 5 / ow, x1 = ((j + 1) * 5 + ow - 1) / ow;
+          double s = 0;
+          for (int64_t yy = y0; yy < y1; ++yy)
+            for (int64_t xx = x0; xx < x1; ++xx) s += xv[(p * 7 + yy) * 5 + xx];
+          ref.push_back(s / ((y1 - y0) * (x1 - x0)));
+        }
+    EXPECT_TENSOR_NEAR(adaptive_avg_pool2d(x, oh, ow), from_vector(ref, {2, 3, oh, ow}), 1e-12, 1e-12);
+  }
+  Tensor g = global_avg_pool2d(x);
+  EXPECT_EQ(g.shape(), (Shape{2, 3, 1, 1}));
+  double first = 0;
+  for (int64_t i = 0; i < 35; ++i) first += xv[i];
+  EXPECT_NEAR(g.to_vector<double>()[0], first / 35, 1e-12);
+}
+
+TEST(Pool2d, GradientsMatchFiniteDifferences) {
+  uint64_t seed = 50;
+  for (const auto& c : pool_cases()) {
+    Tensor x = distinct_leaf(c.x, seed++);
+    const auto k = c.k, s = c.s, p = c.p;
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); }, {x});
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); }, {x});
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
+  }
+  Tensor x = distinct_leaf({2, 2, 7, 5}, 99);
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 3, 2); }, {x});
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 4); }, {x});
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x});
+}
+
+TEST(Pool2d, MaxGradientGoesToTheArgmax) {
+  Tensor x = from_vector<double>({1, 5, 2, 0, 3, 4, 9, 8, 7}, {1, 1, 3, 3});
+  x.set_requires_grad(true);
+  // Overlapping 2x2 windows, stride 1: maxima 5, 5, 9, 8 -> x[1] gets 2, x[6] and x[7] 1.
+  Tensor y = max_pool2d(x, 2, 1);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{5, 5, 9, 8}));
+  y.backward(ones(y.shape(), kFloat64));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 2, 0, 0, 0, 0, 1, 1, 0}));
+  // On ties the first maximum (row-major) takes the whole gradient.
+  Tensor tied = full({1, 1, 2, 2}, 3.0, kFloat64);
+  tied.set_requires_grad(true);
+  Tensor z = max_pool2d(tied, 2);
+  z.backward(ones(z.shape(), kFloat64));
+  EXPECT_EQ(tied.grad().to_vector<double>(), (std::vector<double>{1, 0, 0, 0}));
+}
+
+TEST(Pool2d, Errors) {
+  Tensor x = randn({1, 2, 6, 6});
+  EXPECT_LOOM_ERROR(max_pool2d(randn({2, 6, 6}), 2), "input must be 4-D");
+  EXPECT_LOOM_ERROR(avg_pool2d(randn({2, 6, 6}), 2), "avg_pool2d: input must be 4-D");
+  EXPECT_LOOM_ERROR(max_pool2d(x, 7), "larger than the padded input");
+  EXPECT_LOOM_ERROR(max_pool2d(x, {2, 7}), "width kernel 7");
+  EXPECT_LOOM_ERROR(max_pool2d(x, 2, 1, 2), "at most half the kernel");
+  EXPECT_LOOM_ERROR(avg_pool2d(x, 0), "must be >= 1");
+  EXPECT_LOOM_ERROR(avg_pool2d(x, 2, -1), "must be >= 1");
+  EXPECT_LOOM_ERROR(max_pool2d(x, 2, 2, -1), ">= 0");
+  EXPECT_LOOM_ERROR(adaptive_avg_pool2d(x, 0, 2), "must be positive");
+  EXPECT_LOOM_ERROR(global_avg_pool2d(randn({6, 6})), "input must be 4-D");
+  EXPECT_LOOM_ERROR(max_pool2d(x.to(kInt64), 2), "floating point");
+  EXPECT_LOOM_ERROR(max_pool2d(Tensor(), 2), "undefined");
+}
+
+}  // namespace
+}  // namespace loom
