@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: configure and build with CUDA, run the gpu-labelled tests, then the gpu
 # test binaries under compute-sanitizer memcheck. Logs go to $OUT (or ./gpu-check-out).
-#   scripts/gpu-check.sh [extra ctest args]
+#   scripts/gpu-check.sh [extra ctest args]      (LOOM_CMAKE_ARGS adds configure flags)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check-out}
@@ -12,7 +12,7 @@ jobs=$(nproc)
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -1; } \
   | tee "$out/machine.txt"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOOM_CUDA=ON > "$out/configure.log" 2>&1 \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOOM_CUDA=ON ${LOOM_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 \
   || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j "$jobs" > "$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
 echo "== ctest -L gpu"
