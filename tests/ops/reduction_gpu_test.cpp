@@ -78,7 +78,8 @@ TEST(ReductionGpu, IntegersNanAndEmpty) {
   LOOM_REQUIRE_CUDA();
   const Tensor mask = from_vector<uint8_t>({1, 0, 1, 1, 0, 1}, {2, 3}).cuda();
   EXPECT_EQ(sum(mask).item<int64_t>(), 4);
-  EXPECT_EQ(sum(mask, {0}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 2}));
+  EXPECT_EQ(sum(mask, {0}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 2}));  // [[1,0,1],[1,0,1]]
+  EXPECT_EQ(sum(mask, {1}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
   const Tensor labels = from_vector<int64_t>({4, 9, 2, 9}).cuda();
   EXPECT_EQ(argmax(labels).item<int64_t>(), 1);
   EXPECT_TRUE(std::isnan(max(from_vector<float>({1, NAN, 5}).cuda()).item<float>()));
