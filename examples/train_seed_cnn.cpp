@@ -25,9 +25,12 @@ int main(int argc, char** argv) try {
   std::string device_name = loom::cuda_is_available() ? "cuda" : "cpu";
   int epochs = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) device_name = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--epochs")) epochs = std::stoi(argv[i + 1]);
-    else throw loom::Error(std::string("unknown flag ") + argv[i]);
+    if (!std::strcmp(argv[i], "--device"))
+      device_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--epochs"))
+      epochs = std::stoi(argv[i + 1]);
+    else
+      throw loom::Error(std::string("unknown flag ") + argv[i]);
   }
   const loom::Device device(device_name);
   loom::manual_seed(0);

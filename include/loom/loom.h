@@ -11,3 +11,6 @@
 #include "tensor/cuda/caching_allocator.h"
 #include "tensor/cuda/runtime.h"
 #include "ops/ops.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "data/data.h"

@@ -1,0 +1,45 @@
+// Parameterless layers: forwarding to the ops, and the specs of those with settings.
+#include "nn/activation.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ops/activation.h"
+
+namespace loom::nn {
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+Tensor Tanh::forward(const Tensor& x) { return loom::tanh(x); }
+
+Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, negative_slope_); }
+
+std::string LeakyReLU::config_json() const {
+  return nlohmann::json{{"negative_slope", negative_slope_}}.dump();
+}
+
+std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const std::string& config_json) {
+  return std::make_shared<LeakyReLU>(
+      nlohmann::json::parse(config_json).value("negative_slope", 0.01));
+}
+
+Tensor Softmax::forward(const Tensor& x) { return softmax(x, dim_); }
+
+std::string Softmax::config_json() const { return nlohmann::json{{"dim", dim_}}.dump(); }
+
+std::shared_ptr<Softmax> Softmax::from_config(const std::string& config_json) {
+  return std::make_shared<Softmax>(nlohmann::json::parse(config_json).value("dim", int64_t{-1}));
+}
+
+Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim_, end_dim_); }
+
+std::string Flatten::config_json() const {
+  return nlohmann::json{{"start_dim", start_dim_}, {"end_dim", end_dim_}}.dump();
+}
+
+std::shared_ptr<Flatten> Flatten::from_config(const std::string& config_json) {
+  const auto c = nlohmann::json::parse(config_json);
+  return std::make_shared<Flatten>(c.value("start_dim", int64_t{1}),
+                                   c.value("end_dim", int64_t{-1}));
+}
+
+}  // namespace loom::nn

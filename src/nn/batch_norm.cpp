@@ -1,0 +1,58 @@
+// BatchNorm2d: parameters, buffers and spec; the maths (and the running-statistics update) is
+// loom::batch_norm.
+#include "nn/batch_norm.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ops/batch_norm.h"
+#include "ops/elementwise.h"
+#include "tensor/autograd.h"
+
+namespace loom::nn {
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum)
+    : num_features_(num_features), eps_(eps), momentum_(momentum) {
+  LOOM_CHECK(num_features > 0, "BatchNorm2d: num_features must be positive, got ", num_features);
+  LOOM_CHECK(eps > 0 && momentum >= 0 && momentum <= 1, "BatchNorm2d: need eps > 0 and momentum ",
+             "in [0, 1], got eps ", eps, ", momentum ", momentum);
+  weight = register_parameter("weight", empty({num_features}));
+  bias = register_parameter("bias", empty({num_features}));
+  running_mean = register_buffer("running_mean", empty({num_features}));
+  running_var = register_buffer("running_var", empty({num_features}));
+  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, kInt64));
+  reset_own_parameters(Init::PyTorch, nullptr);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  LOOM_CHECK(x.dim() == 4 && x.size(1) == num_features_, "BatchNorm2d(", num_features_,
+             "): expected input [N, ", num_features_, ", H, W], got ", shape_str(x.shape()));
+  if (is_training()) {
+    // The counter is int64 (PyTorch's layout); the arithmetic ops are floating-point only, so
+    // count in float64 on the device, exact far beyond any run, without a host sync.
+    NoGradGuard no_grad;
+    num_batches_tracked.copy_(add(num_batches_tracked.to(kFloat64), 1.0));
+  }
+  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+}
+
+void BatchNorm2d::reset_own_parameters(Init, Generator*) {
+  NoGradGuard no_grad;
+  weight.fill_(1.0);
+  bias.zero_();
+  running_mean.zero_();
+  running_var.fill_(1.0);
+  num_batches_tracked.zero_();
+}
+
+std::string BatchNorm2d::config_json() const {
+  return nlohmann::json{{"num_features", num_features_}, {"eps", eps_}, {"momentum", momentum_}}
+      .dump();
+}
+
+std::shared_ptr<BatchNorm2d> BatchNorm2d::from_config(const std::string& config_json) {
+  const auto c = nlohmann::json::parse(config_json);
+  return std::make_shared<BatchNorm2d>(c.at("num_features").get<int64_t>(), c.value("eps", 1e-5),
+                                       c.value("momentum", 0.1));
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,87 @@
+// Conv2d: parameters, initialisation and spec; the maths is loom::conv2d.
+#include "nn/conv.h"
+
+#include <nlohmann/json.hpp>
+
+namespace loom::nn {
+
+namespace {
+
+nlohmann::json pair_json(const std::array<int64_t, 2>& p) { return {p[0], p[1]}; }
+
+std::array<int64_t, 2> pair_from(const nlohmann::json& j, const char* key) {
+  LOOM_CHECK(j.is_array() && j.size() == 2, "Conv2d spec: \"", key,
+             "\" must be a [h, w] pair, got ", j.dump());
+  return {j[0].get<int64_t>(), j[1].get<int64_t>()};
+}
+
+}  // namespace
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel,
+               const Conv2dOptions& options, bool bias, Init init, Generator* gen)
+    : in_channels_(in_channels), out_channels_(out_channels), kernel_(kernel), options_(options) {
+  LOOM_CHECK(in_channels > 0 && out_channels > 0 && kernel.h > 0 && kernel.w > 0,
+             "Conv2d: channels and kernel sizes must be positive, got in_channels ", in_channels,
+             ", out_channels ", out_channels, ", kernel ", kernel.h, "x", kernel.w);
+  weight = register_parameter("weight", empty({out_channels, in_channels, kernel.h, kernel.w}));
+  if (bias) this->bias = register_parameter("bias", empty({out_channels}));
+  reset_own_parameters(init, gen);
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  LOOM_CHECK(x.dim() == 4 && x.size(1) == in_channels_, "Conv2d(", in_channels_, ", ",
+             out_channels_, "): expected input [N, ", in_channels_, ", H, W], got ",
+             shape_str(x.shape()));
+  return conv2d(x, weight, bias, options_);
+}
+
+void Conv2d::reset_own_parameters(Init scheme, Generator* gen) {
+  init_weight_and_bias(scheme, weight, bias, gen);
+}
+
+std::string Conv2d::config_json() const {
+  nlohmann::json padding;
+  switch (options_.padding_mode_) {
+    case Padding::Same:
+      padding = "same";
+      break;
+    case Padding::Valid:
+      padding = "valid";
+      break;
+    case Padding::Explicit:
+      padding = pair_json(options_.padding_);
+      break;
+  }
+  return nlohmann::json{{"in_channels", in_channels_},
+                        {"out_channels", out_channels_},
+                        {"kernel", {kernel_.h, kernel_.w}},
+                        {"stride", pair_json(options_.stride_)},
+                        {"padding", padding},
+                        {"dilation", pair_json(options_.dilation_)},
+                        {"bias", bias.defined()}}
+      .dump();
+}
+
+std::shared_ptr<Conv2d> Conv2d::from_config(const std::string& config_json) {
+  const auto c = nlohmann::json::parse(config_json);
+  const auto kernel = pair_from(c.at("kernel"), "kernel");
+  const auto stride = pair_from(c.at("stride"), "stride");
+  const auto dilation = pair_from(c.at("dilation"), "dilation");
+  Conv2dOptions options;
+  options.stride(stride[0], stride[1]).dilation(dilation[0], dilation[1]);
+  const nlohmann::json& padding = c.at("padding");
+  if (padding.is_string()) {
+    const std::string mode = padding.get<std::string>();
+    LOOM_CHECK(mode == "same" || mode == "valid",
+               "Conv2d spec: padding must be \"same\", \"valid\" or [h, w], got \"", mode, "\"");
+    options.padding(mode == "same" ? Padding::Same : Padding::Valid);
+  } else {
+    const auto p = pair_from(padding, "padding");
+    options.padding(p[0], p[1]);
+  }
+  return std::make_shared<Conv2d>(c.at("in_channels").get<int64_t>(),
+                                  c.at("out_channels").get<int64_t>(), Size2(kernel[0], kernel[1]),
+                                  options, c.value("bias", true));
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,22 @@
+// Dropout: probability and spec; the maths is loom::dropout.
+#include "nn/dropout.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ops/dropout.h"
+
+namespace loom::nn {
+
+Dropout::Dropout(double p) : p_(p) {
+  LOOM_CHECK(p >= 0 && p < 1, "Dropout: p must be in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training()); }
+
+std::string Dropout::config_json() const { return nlohmann::json{{"p", p_}}.dump(); }
+
+std::shared_ptr<Dropout> Dropout::from_config(const std::string& config_json) {
+  return std::make_shared<Dropout>(nlohmann::json::parse(config_json).value("p", 0.5));
+}
+
+}  // namespace loom::nn

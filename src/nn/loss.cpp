@@ -1,0 +1,106 @@
+// Losses as compositions of ops; shapes, dtypes and devices are checked here so the messages
+// name the loss rather than an inner op.
+#include "nn/loss.h"
+
+#include "ops/activation.h"
+#include "ops/elementwise.h"
+#include "ops/reduction.h"
+#include "ops/shape_ops.h"
+
+namespace loom::nn {
+
+namespace {
+
+Tensor reduce(const Tensor& losses, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Mean:
+      return mean(losses);
+    case Reduction::Sum:
+      return sum(losses);
+    case Reduction::None:
+      return losses;
+  }
+  LOOM_ASSERT(false, "unknown Reduction");
+  return losses;
+}
+
+// Targets of the prediction's shape and device, converted to its floating dtype.
+Tensor matching_targets(const char* loss, const Tensor& input, const Tensor& targets) {
+  LOOM_CHECK(input.defined() && targets.defined(), loss, ": input and targets must be defined");
+  LOOM_CHECK(is_floating(input.dtype()), loss, ": input must be floating-point, got ",
+             dtype_name(input.dtype()));
+  LOOM_CHECK(input.shape() == targets.shape(), loss, ": input ", shape_str(input.shape()),
+             " and targets ", shape_str(targets.shape()),
+             " must have the same shape (reshape the targets, e.g. to [N, 1])");
+  LOOM_CHECK(input.device() == targets.device(), loss, ": input on ", input.device().str(),
+             " but targets on ", targets.device().str());
+  return targets.dtype() == input.dtype() ? targets : targets.to(input.dtype());
+}
+
+// Checks log_probs/logits [N, C] against class indices [N].
+void check_class_targets(const char* loss, const Tensor& input, const Tensor& targets) {
+  LOOM_CHECK(input.defined() && targets.defined(), loss, ": input and targets must be defined");
+  LOOM_CHECK(input.dim() == 2, loss, ": expected input [N, C], got ", shape_str(input.shape()));
+  LOOM_CHECK(is_floating(input.dtype()), loss, ": input must be floating-point, got ",
+             dtype_name(input.dtype()));
+  LOOM_CHECK(targets.dtype() == kInt64 || targets.dtype() == kInt32, loss,
+             ": targets must be class indices (int64 or int32), got ", dtype_name(targets.dtype()));
+  LOOM_CHECK(targets.dim() == 1 && targets.size(0) == input.size(0), loss, ": targets ",
+             shape_str(targets.shape()), " must be [N] for input ", shape_str(input.shape()));
+  LOOM_CHECK(input.device() == targets.device(), loss, ": input on ", input.device().str(),
+             " but targets on ", targets.device().str());
+}
+
+// -log_probs[i, targets_i] for each row: [N].
+Tensor picked_negative(const Tensor& log_probs, const Tensor& targets) {
+  const Tensor mask = one_hot(targets, log_probs.size(1), log_probs.dtype());
+  return neg(sum(log_probs * mask, {1}));
+}
+
+}  // namespace
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+                                        Reduction reduction) {
+  const Tensor y = matching_targets("binary_cross_entropy_with_logits", logits, targets);
+  // maximum() splits the gradient on ties and abs() has gradient 0 at 0, so at x = 0 the
+  // gradient is exactly sigmoid(0) - y, as everywhere else.
+  const Tensor positive = maximum(logits, zeros_like(logits));
+  const Tensor losses = positive - logits * y + log(exp(neg(abs(logits))) + 1.0);
+  return reduce(losses, reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets, Reduction reduction,
+                            double eps) {
+  const Tensor y = matching_targets("binary_cross_entropy", probs, targets);
+  LOOM_CHECK(eps >= 0 && eps < 0.5, "binary_cross_entropy: eps must be in [0, 0.5), got ", eps);
+  const Tensor p = clamp(probs, eps, 1.0 - eps);
+  const Tensor losses = neg(y * log(p) + (1.0 - y) * log(1.0 - p));
+  return reduce(losses, reduction);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduction) {
+  check_class_targets("nll_loss", log_probs, targets);
+  return reduce(picked_negative(log_probs, targets), reduction);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction,
+                     double label_smoothing) {
+  check_class_targets("cross_entropy", logits, targets);
+  LOOM_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
+             "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+  const Tensor log_probs = log_softmax(logits, 1);
+  Tensor losses = picked_negative(log_probs, targets);
+  if (label_smoothing > 0) {
+    const Tensor uniform_part = neg(mean(log_probs, {1}));
+    losses = losses * (1.0 - label_smoothing) + uniform_part * label_smoothing;
+  }
+  return reduce(losses, reduction);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const Tensor y = matching_targets("mse_loss", input, target);
+  const Tensor diff = input - y;
+  return reduce(diff * diff, reduction);
+}
+
+}  // namespace loom::nn

@@ -1,0 +1,124 @@
+// nn::Module: the base of every layer and model. It owns named parameters (trainable leaves),
+// buffers (state that is saved but not trained, e.g. BatchNorm's running statistics) and child
+// modules; names nest with dots ("layer1.0.conv1.weight"). Modules are held by shared_ptr.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/init.h"
+#include "nn/named_tensors.h"
+#include "tensor/tensor.h"
+
+namespace loom::nn {
+
+class Module;
+using ModulePtr = std::shared_ptr<Module>;
+
+// What a non-strict load_state_dict() skipped.
+struct LoadResult {
+  std::vector<std::string> missing_keys;     // in the module, not in the dict
+  std::vector<std::string> unexpected_keys;  // in the dict, not in the module
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  virtual Tensor forward(const Tensor& input) = 0;
+  Tensor operator()(const Tensor& input) { return forward(input); }
+
+  // --- architecture description: spec_json() = {"type": type_name(), "config": config_json()},
+  // which nn::from_spec() turns back into a module (see nn/spec.h).
+  virtual std::string type_name() const = 0;
+  virtual std::string config_json() const { return "{}"; }
+  std::string spec_json() const;
+
+  // --- parameters, buffers, children (registration order; recurse adds the children's) ----
+  NamedTensors named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  NamedTensors named_buffers(bool recurse = true) const;
+  const std::vector<std::pair<std::string, ModulePtr>>& named_children() const { return children_; }
+  std::vector<ModulePtr> children() const;
+  // Calls fn on this module and then on every descendant, depth first.
+  void apply(const std::function<void(Module&)>& fn);
+  // Number of parameter elements; trainable_only counts those that require grad.
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // --- modes and placement -------------------------------------------------------------------
+  // Sets training mode here and in every descendant (BatchNorm and Dropout read it).
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Moves every parameter and buffer (and any .grad) in place: tensor handles taken before
+  // (layer members, user copies) see the new device. Build optimizers AFTER to(): an optimizer
+  // created before keeps its state buffers on the old device.
+  void to(Device device);
+  // Converts floating-point parameters and buffers in place (integer buffers keep their dtype).
+  void to(DType dtype);
+  // The device of the first parameter or buffer; the CPU for a module without any.
+  Device device() const;
+  // set_to_none drops each .grad (the next backward allocates it); otherwise fills with zeros.
+  void zero_grad(bool set_to_none = true);
+
+  // --- initialisation ---------------------------------------------------------------------
+  // Re-initialises the learnable layers of this module and every descendant with `scheme`.
+  void init_parameters(Init scheme, Generator* gen = nullptr);
+
+  // --- checkpoints --------------------------------------------------------------------------
+  // Parameters and buffers by dotted name; the tensors are detached and share storage.
+  NamedTensors state_dict() const;
+  // Copies values into the module's tensors in place (dtype and device are converted). Throws
+  // loom::Error listing every problem at once: missing keys, unexpected keys (both only when
+  // strict) and shape mismatches (always). Nothing is copied when it throws.
+  LoadResult load_state_dict(const NamedTensors& state, bool strict = true);
+
+ protected:
+  Module() = default;
+
+  // Registers a parameter: a leaf that requires grad (a detached copy of the handle when
+  // `value` has history). Returns the registered handle; keep it as the layer's member.
+  Tensor register_parameter(const std::string& name, const Tensor& value,
+                            bool requires_grad = true);
+  Tensor register_buffer(const std::string& name, const Tensor& value);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+  void add_child(const std::string& name, ModulePtr module);
+
+  // Learnable layers override this to (re)initialise their own tensors.
+  virtual void reset_own_parameters(Init /*scheme*/, Generator* /*gen*/) {}
+
+ private:
+  void check_new_name(const std::string& name) const;
+  void collect(NamedTensors& out, const std::string& prefix, bool params, bool recurse) const;
+  void for_each_tensor(const std::function<void(Tensor&)>& fn);
+
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, ModulePtr>> children_;
+  bool training_ = true;
+};
+
+// Puts a module (and every descendant) in eval mode for the guard's lifetime, then restores
+// each module's own mode: summary() and predict() use it so they never change training state.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& module);
+  ~EvalModeGuard();
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  std::vector<bool> modes_;  // preorder, as Module::apply visits
+};
+
+}  // namespace loom::nn

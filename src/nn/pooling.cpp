@@ -1,0 +1,78 @@
+// Pooling layers: window settings and spec; the maths is in ops/pool.h.
+#include "nn/pooling.h"
+
+#include <nlohmann/json.hpp>
+
+namespace loom::nn {
+
+namespace {
+
+// Window settings shared by both pooling layers' specs.
+nlohmann::json window_json(Size2 kernel, Size2 stride, Size2 padding) {
+  return {{"kernel", {kernel.h, kernel.w}},
+          {"stride", {stride.h, stride.w}},
+          {"padding", {padding.h, padding.w}}};
+}
+
+Size2 size2_from(const nlohmann::json& c, const char* key) {
+  const nlohmann::json& j = c.at(key);
+  LOOM_CHECK(j.is_array() && j.size() == 2, "pooling spec: \"", key,
+             "\" must be a [h, w] pair, got ", j.dump());
+  return Size2(j[0].get<int64_t>(), j[1].get<int64_t>());
+}
+
+void check_window(const char* layer, Size2 kernel, Size2 stride, Size2 padding) {
+  LOOM_CHECK(kernel.h > 0 && kernel.w > 0 && stride.h >= 0 && stride.w >= 0 && padding.h >= 0 &&
+                 padding.w >= 0,
+             layer, ": kernel must be positive and stride/padding non-negative, got kernel ",
+             kernel.h, "x", kernel.w, ", stride ", stride.h, "x", stride.w, ", padding ", padding.h,
+             "x", padding.w);
+}
+
+}  // namespace
+
+MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride, Size2 padding)
+    : kernel_(kernel), stride_(stride), padding_(padding) {
+  check_window("MaxPool2d", kernel, stride, padding);
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, kernel_, stride_, padding_); }
+
+std::string MaxPool2d::config_json() const {
+  return window_json(kernel_, stride_, padding_).dump();
+}
+
+std::shared_ptr<MaxPool2d> MaxPool2d::from_config(const std::string& config_json) {
+  const auto c = nlohmann::json::parse(config_json);
+  return std::make_shared<MaxPool2d>(size2_from(c, "kernel"), size2_from(c, "stride"),
+                                     size2_from(c, "padding"));
+}
+
+AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad)
+    : kernel_(kernel), stride_(stride), padding_(padding), count_include_pad_(count_include_pad) {
+  check_window("AvgPool2d", kernel, stride, padding);
+}
+
+Tensor AvgPool2d::forward(const Tensor& x) {
+  return avg_pool2d(x, kernel_, stride_, padding_, count_include_pad_);
+}
+
+std::string AvgPool2d::config_json() const {
+  nlohmann::json c = window_json(kernel_, stride_, padding_);
+  c["count_include_pad"] = count_include_pad_;
+  return c.dump();
+}
+
+std::shared_ptr<AvgPool2d> AvgPool2d::from_config(const std::string& config_json) {
+  const auto c = nlohmann::json::parse(config_json);
+  return std::make_shared<AvgPool2d>(size2_from(c, "kernel"), size2_from(c, "stride"),
+                                     size2_from(c, "padding"), c.value("count_include_pad", true));
+}
+
+Tensor GlobalAvgPool2d::forward(const Tensor& x) {
+  LOOM_CHECK(x.dim() == 4, "GlobalAvgPool2d: expected input [N, C, H, W], got ",
+             shape_str(x.shape()));
+  return global_avg_pool2d(x).flatten(1);
+}
+
+}  // namespace loom::nn

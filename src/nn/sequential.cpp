@@ -1,0 +1,59 @@
+// Sequential: chaining, naming by index, and its spec (each layer's own spec plus its name).
+#include "nn/sequential.h"
+
+#include <nlohmann/json.hpp>
+
+#include "nn/spec.h"
+
+namespace loom::nn {
+
+Sequential::Sequential(std::initializer_list<ModulePtr> layers) {
+  for (const ModulePtr& layer : layers) add(layer);
+}
+
+Sequential& Sequential::add(ModulePtr layer) {
+  return add(std::to_string(size()), std::move(layer));
+}
+
+Sequential& Sequential::add(const std::string& name, ModulePtr layer) {
+  add_child(name, std::move(layer));
+  return *this;
+}
+
+const ModulePtr& Sequential::operator[](size_t index) const {
+  LOOM_CHECK(index < size(), "Sequential: layer index ", index, " out of range for ", size(),
+             " layers");
+  return named_children()[index].second;
+}
+
+Tensor Sequential::forward(const Tensor& input) {
+  LOOM_CHECK(size() > 0, "Sequential: forward on a model without layers");
+  Tensor x = input;
+  for (const auto& entry : named_children()) x = entry.second->forward(x);
+  return x;
+}
+
+std::string Sequential::config_json() const {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& [name, layer] : named_children()) {
+    nlohmann::json entry = nlohmann::json::parse(layer->spec_json());
+    entry["name"] = name;
+    layers.push_back(entry);
+  }
+  return nlohmann::json{{"layers", layers}}.dump();
+}
+
+std::shared_ptr<Sequential> Sequential::from_config(const std::string& config_json) {
+  const nlohmann::json config = nlohmann::json::parse(config_json);
+  LOOM_CHECK(config.contains("layers") && config["layers"].is_array(),
+             "Sequential spec: \"layers\" must be an array");
+  auto model = std::make_shared<Sequential>();
+  for (const nlohmann::json& entry : config["layers"]) {
+    LOOM_CHECK(entry.contains("name") && entry["name"].is_string(),
+               "Sequential spec: each layer needs a \"name\" string, got ", entry.dump());
+    model->add(entry["name"].get<std::string>(), from_spec(entry.dump()));
+  }
+  return model;
+}
+
+}  // namespace loom::nn
