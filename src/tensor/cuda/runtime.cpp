@@ -104,6 +104,30 @@ void synchronize(int device) {
 
 void synchronize_stream(StreamHandle stream) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
+Event::Event(int device) : device_(device) {
+  DeviceGuard guard(device);
+  LOOM_CUDA_CHECK(cudaEventCreate(&event_));
+}
+
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+
+void Event::record(StreamHandle stream) {
+  DeviceGuard guard(device_);
+  LOOM_CUDA_CHECK(cudaEventRecord(event_, stream));
+}
+
+void Event::wait(StreamHandle stream) const { LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+
+void Event::synchronize() const { LOOM_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  float ms = 0.0f;
+  LOOM_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, end.event_));
+  return ms;
+}
+
 DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
   if (device != previous_) set_device(device);
 }

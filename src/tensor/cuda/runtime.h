@@ -3,6 +3,7 @@
 #pragma once
 
 struct CUstream_st;
+struct CUevent_st;
 
 namespace loom::cuda {
 
@@ -25,6 +26,25 @@ void destroy_stream(int device, StreamHandle stream);
 // Waits for all work on the device (cudaDeviceSynchronize) or on one stream.
 void synchronize(int device);
 void synchronize_stream(StreamHandle stream);
+
+// A CUDA event: device-side timing (elapsed_ms between two recorded events) and ordering
+// between streams (wait makes a stream wait for the event without blocking the host).
+class Event {
+ public:
+  explicit Event(int device);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(StreamHandle stream);
+  void wait(StreamHandle stream) const;  // `stream` waits for this event
+  void synchronize() const;              // the host waits for this event
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  int device_;
+  CUevent_st* event_ = nullptr;
+};
 
 class DeviceGuard {
  public:
