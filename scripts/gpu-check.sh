@@ -22,7 +22,7 @@ status=${PIPESTATUS[0]}
 echo "== compute-sanitizer memcheck"
 for bin in "$build"/tests/*_gpu_tests; do
   [ -x "$bin" ] || continue
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
     > "$out/memcheck-$(basename "$bin").log" 2>&1
   echo "$(basename "$bin"): memcheck exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$out/memcheck-$(basename "$bin").log") clean summary)"
   tail -2 "$out/memcheck-$(basename "$bin").log"
