@@ -31,7 +31,7 @@ LOOM_HOST_DEVICE double uniform(uint64_t seed, uint64_t counter) {
 LOOM_HOST_DEVICE double normal(uint64_t seed, uint64_t counter) {
   const double u1 = 1.0 - uniform(seed, 2 * counter);  // (0, 1]: log is finite
   const double u2 = uniform(seed, 2 * counter + 1);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
 }
 
 // Uniform integer in [0, range) by the multiply-shift method (no modulo bias worth noting).

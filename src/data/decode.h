@@ -1,0 +1,54 @@
+// Image decoding for the data pipeline: JPEG (libjpeg-turbo) and PNG (libpng) bytes to an 8-bit
+// RGB image tensor, uint8 [height, width, 3], optionally resized to a target size. Bytes that
+// are not a usable image throw BadSample naming the source; nothing crashes or hangs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "data/bad_input.h"
+#include "data/resize.h"
+#include "tensor/tensor.h"
+
+namespace loom::data {
+
+struct DecodeOptions {
+  // Target size; 0 and 0 keep the decoded size. Keras: load_img(target_size=(height, width)).
+  int64_t height = 0;
+  int64_t width = 0;
+  // Keras' load_img defaults to PIL's nearest; Bilinear and Area follow PIL's antialiased filters.
+  Interpolation interpolation = Interpolation::Nearest;
+  // Let libjpeg decode at 1/8..4/8 of the size (its DCT scaling) when the target is at most half
+  // the source: much faster, and a better low-pass than nearest on the full image.
+  bool dct_scaling = true;
+  // Declared width * height above this is refused before any pixel memory is allocated.
+  int64_t max_pixels = int64_t{1} << 26;  // 64 Mpixel, e.g. 8192 x 8192
+};
+
+// Decodes by the magic bytes (JPEG: FF D8 FF, PNG: 89 'PNG' 0D 0A 1A 0A); `name` is the file or
+// buffer's name for messages. Grayscale, palette, CMYK and alpha become RGB (alpha is dropped,
+// as PIL's convert('RGB') does).
+Tensor decode_image(const uint8_t* data, size_t size, const std::string& name,
+                    const DecodeOptions& options = {});
+Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
+                   const DecodeOptions& options = {});
+Tensor decode_png(const uint8_t* data, size_t size, const std::string& name,
+                  const DecodeOptions& options = {});
+// Reads and decodes one file; an unreadable file is a BadSample too.
+Tensor load_image(const std::string& path, const DecodeOptions& options = {});
+
+// The libjpeg scale M/8 used for a source of src_h x src_w and a target of dst_h x dst_w: the
+// smallest M in 1..4 whose scaled size ceil(src * M / 8) still covers the target in both
+// dimensions, or 8 (no scaling) when the target is more than half the source.
+int jpeg_scale_eighths(int64_t src_h, int64_t src_w, int64_t dst_h, int64_t dst_w);
+
+namespace detail {
+// Throws BadSample unless 0 < height, 0 < width and height * width <= options.max_pixels.
+void check_declared_size(const std::string& name, const char* format, int64_t height,
+                         int64_t width, const DecodeOptions& options);
+// Resizes a decoded image to the options' target size (itself when no target is set).
+Tensor finish_decode(Tensor image, const DecodeOptions& options);
+}  // namespace detail
+
+}  // namespace loom::data

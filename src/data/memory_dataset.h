@@ -1,0 +1,30 @@
+// InMemoryDataset: every example of another dataset decoded once, in parallel, and kept as uint8
+// so that later epochs cost no decoding (a 64x64 RGB image is 12 KiB).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "data/bad_input.h"
+#include "data/dataset.h"
+
+namespace loom::data {
+
+class InMemoryDataset : public Dataset {
+ public:
+  // Samples that throw BadSample are left out with a warning (Skip) or end the construction
+  // (Throw); skipped() counts them.
+  InMemoryDataset(const Dataset& source, int num_threads = 1,
+                  OnBadInput on_bad_input = OnBadInput::Skip);
+
+  int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
+  // Returns the cached image itself (no copy): treat it as read-only.
+  Example get(int64_t index) const override;
+  int64_t skipped() const { return skipped_; }
+
+ private:
+  std::vector<Example> examples_;
+  int64_t skipped_ = 0;
+};
+
+}  // namespace loom::data
