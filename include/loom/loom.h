@@ -14,3 +14,5 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "data/data.h"
+#include "io/io.h"
+#include "train/train.h"

@@ -1,0 +1,58 @@
+// loom-catdog's subcommands as library functions (main.cpp only parses flags), so tests can
+// call them and the binary stays thin. Each returns the process exit status; bad input throws
+// loom::Error with one clear message, which main prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::catdog {
+
+struct TrainArgs {
+  std::string data;            // empty: search the default places (data_source.h)
+  std::string model = "seed_cnn";
+  int64_t epochs = 25;
+  int64_t batch_size = 32;
+  double lr = 1e-3;
+  int64_t image_size = 64;
+  std::string augment = "keras";
+  std::string device;          // empty: cuda when available, else cpu
+  uint64_t seed = 0;
+  std::string out = "catdog.safetensors";
+  std::string resume;          // a checkpoint to continue from
+  int workers = 2;
+  std::string checkpoint;      // empty: <out>.ckpt
+  int64_t checkpoint_every_steps = 0;
+  std::string metrics;         // empty: <out>.metrics.csv (and .jsonl beside it)
+  int64_t limit = 0;           // use only the first N training images (0: all)
+  bool deterministic = false;  // deterministic GPU algorithms (resume within 1e-5 on the GPU)
+  bool print_losses = false;   // one line per step: "step <global step> loss <hex float>"
+};
+
+struct EvaluateArgs {
+  std::string model;
+  std::string data;
+  std::string device;
+  int64_t batch_size = 64;
+  int workers = 2;
+};
+
+struct PredictArgs {
+  std::string model;
+  std::vector<std::string> images;
+  std::string device;
+  bool json = false;
+  std::string dump;  // also write the preprocessed inputs and outputs (tools/compare_torch.py)
+};
+
+int run_train(const TrainArgs& args);
+int run_evaluate(const EvaluateArgs& args);
+int run_predict(const PredictArgs& args);
+
+// "cpu", "cuda", "cuda:N", or empty for cuda when available; throws naming a bad spec.
+Device parse_device(const std::string& spec);
+
+}  // namespace loom::catdog

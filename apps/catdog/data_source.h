@@ -1,0 +1,28 @@
+// Where loom-catdog finds its photographs: DIR/train + DIR/val (or Kaggle's training_set +
+// test_set), each with one folder per class; by default $LOOM_DATA_DIR, then
+// ../shared/data/cats_dogs and ./data/cats_dogs, relative to the working directory and then to
+// the source tree.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom::catdog {
+
+struct DataSplit {
+  std::string root;
+  std::string train_dir;
+  std::string val_dir;
+};
+
+// The split under `root`, or nothing when it has neither layout.
+std::optional<DataSplit> split_of(const std::string& root);
+// The folders searched when --data is not given, in order.
+std::vector<std::string> default_data_roots();
+// The first default root with a usable layout.
+std::optional<DataSplit> find_default_data();
+// The message that explains the expected layout (for errors and the fallback notice).
+std::string layout_help();
+
+}  // namespace loom::catdog

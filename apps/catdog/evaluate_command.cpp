@@ -1,0 +1,38 @@
+// `loom-catdog evaluate`: a model file's accuracy, loss and confusion matrix on a folder of
+// class folders (DIR/val, DIR/test_set, or DIR itself).
+#include <cstdio>
+
+#include "commands.h"
+#include "data_source.h"
+#include "pipeline.h"
+
+namespace loom::catdog {
+
+int run_evaluate(const EvaluateArgs& args) {
+  const Device device = parse_device(args.device);
+  const io::LoadedModel loaded = io::load_model(args.model, device);
+  const io::Preprocessing& prep = loaded.preprocessing;
+  const std::optional<DataSplit> split = split_of(args.data);
+  const std::string dir = split ? split->val_dir : args.data;
+  ImageSet set = load_image_set(dir, prep.height, prep.width, args.workers);
+  LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders do not match the classes "
+             "the model ", args.model, " was trained on");
+  data::DataLoader loader(*set.images, eval_loader_options(prep, args.batch_size, device, args.workers));
+  const int64_t outputs = prep.class_names.size() == 2 ? 1 : static_cast<int64_t>(prep.class_names.size());
+  const train::EvalResult r = train::evaluate(*loaded.model, loss_for_outputs(outputs), loader);
+  std::printf("%s on %s: %lld images\naccuracy %.4f\nloss %.4f\nconfusion matrix (rows: true, columns: predicted)\n",
+              args.model.c_str(), dir.c_str(), (long long)r.samples, r.accuracy, r.loss);
+  const std::vector<int64_t> counts = r.confusion.to_vector<int64_t>();
+  const size_t k = prep.class_names.size();
+  std::printf("%12s", "");
+  for (const auto& name : prep.class_names) std::printf(" %10s", name.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < k; ++i) {
+    std::printf("%12s", prep.class_names[i].c_str());
+    for (size_t j = 0; j < k; ++j) std::printf(" %10lld", (long long)counts[i * k + j]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace loom::catdog

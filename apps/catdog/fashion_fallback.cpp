@@ -1,0 +1,67 @@
+// Fashion-MNIST through loom-catdog's own pipeline, for machines without the photographs.
+#include "fashion_fallback.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "pipeline.h"
+
+namespace loom::catdog {
+
+namespace {
+// Two 3x3 convolutions with pooling and a dense head: about 91% test accuracy in a few epochs.
+std::shared_ptr<nn::Sequential> small_cnn() {
+  auto model = std::make_shared<nn::Sequential>();
+  model->add(std::make_shared<nn::Conv2d>(1, 32, 3, Conv2dOptions().padding(1))).add(std::make_shared<nn::ReLU>());
+  model->add(std::make_shared<nn::MaxPool2d>(2));
+  model->add(std::make_shared<nn::Conv2d>(32, 64, 3, Conv2dOptions().padding(1))).add(std::make_shared<nn::ReLU>());
+  model->add(std::make_shared<nn::MaxPool2d>(2));
+  model->add(std::make_shared<nn::Flatten>());
+  model->add(std::make_shared<nn::Linear>(64 * 7 * 7, 128)).add(std::make_shared<nn::ReLU>());
+  model->add(std::make_shared<nn::Linear>(128, 10));
+  return model;
+}
+}  // namespace
+
+int train_fashion_fallback(const TrainArgs& args) {
+  const Device device = parse_device(args.device);
+  manual_seed(args.seed);
+  data::FashionMnist train_data(data::kFashionMnistDir, true), test_data(data::kFashionMnistDir, false);
+  int64_t epochs = args.epochs, limit = args.limit;
+  if (device.is_cpu() && limit == 0) {  // a CPU run stays within minutes
+    epochs = std::min<int64_t>(epochs, 2);
+    limit = 8000;
+  }
+  std::unique_ptr<Subset> subset;
+  const data::Dataset* train_set = &train_data;
+  if (limit > 0) {
+    subset = std::make_unique<Subset>(train_data, limit, args.seed);
+    train_set = subset.get();
+  }
+  std::cout << "loom-catdog: Fashion-MNIST, " << train_set->size() << " training and "
+            << test_data.size() << " test images, " << epochs << " epochs on " << device.str() << "\n";
+
+  io::Preprocessing prep;
+  prep.height = prep.width = 28;
+  prep.channels = 1;
+  prep.class_names = data::FashionMnist::classes();
+  data::DataLoaderOptions options = eval_loader_options(prep, args.batch_size, device, args.workers);
+  options.shuffle = true;
+  options.seed = args.seed;
+  data::DataLoader train_loader(*train_set, options);
+  data::DataLoader test_loader(test_data, eval_loader_options(prep, 256, device, args.workers));
+
+  auto model = small_cnn();
+  model->to(device);
+  optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(args.lr));
+  train::FitOptions fit;
+  fit.epochs = epochs;
+  const train::History history =
+      train::fit(*model, train::cross_entropy_loss(), optimizer, train_loader, &test_loader, fit);
+  io::save_model(args.out, *model, prep);
+  std::printf("Fashion-MNIST test accuracy: %.4f\n", history.epochs.back().at("val_accuracy"));
+  std::cout << "loom-catdog: model saved to " << args.out << "\n";
+  return 0;
+}
+
+}  // namespace loom::catdog

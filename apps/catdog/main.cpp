@@ -1,0 +1,68 @@
+// loom-catdog: train the cat/dog CNN on folders of photographs, evaluate a model file, and tell
+// whether new photographs show a dog or a cat. Only flag parsing lives here (see commands.h).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+
+using namespace loom::catdog;
+
+int main(int argc, char** argv) {
+  CLI::App app{"loom-catdog: the seed's cat/dog classifier (train, evaluate, predict)"};
+  app.require_subcommand(1);
+
+  TrainArgs t;
+  auto* train = app.add_subcommand("train", "train a model on DIR/train and DIR/val");
+  train->add_option("--data", t.data, "folder with train/ and val/ (or training_set/ and test_set/); "
+                    "default: $LOOM_DATA_DIR, ../shared/data/cats_dogs, ./data/cats_dogs");
+  train->add_option("--model", t.model, "seed_cnn, classic_cnn or resnet18")
+      ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}))->capture_default_str();
+  train->add_option("--epochs", t.epochs)->check(CLI::Range(int64_t{1}, int64_t{10000}))->capture_default_str();
+  train->add_option("--batch-size", t.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}))->capture_default_str();
+  train->add_option("--lr", t.lr, "Adam's learning rate")->check(CLI::Range(1e-9, 10.0))->capture_default_str();
+  train->add_option("--image-size", t.image_size)->check(CLI::Range(int64_t{8}, int64_t{1024}))->capture_default_str();
+  train->add_option("--augment", t.augment, "keras (the seed's shear, zoom, flip) or none")
+      ->check(CLI::IsMember({"keras", "none"}))->capture_default_str();
+  train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
+  train->add_option("--seed", t.seed)->capture_default_str();
+  train->add_option("--out", t.out, "the model file written at the end")->capture_default_str();
+  train->add_option("--resume", t.resume, "a checkpoint to continue from");
+  train->add_option("--workers", t.workers, "data loader threads")->check(CLI::Range(0, 256))->capture_default_str();
+  train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)");
+  train->add_option("--checkpoint-every-steps", t.checkpoint_every_steps, "also checkpoint every N steps")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)");
+  train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train->add_flag("--deterministic", t.deterministic, "deterministic GPU algorithms");
+  train->add_flag("--print-losses", t.print_losses, "print every step's loss (syncs each step)");
+
+  EvaluateArgs e;
+  auto* evaluate = app.add_subcommand("evaluate", "accuracy, loss and confusion matrix of a model file");
+  evaluate->add_option("--model", e.model, "a model file written by train")->required();
+  evaluate->add_option("--data", e.data, "DIR with val/ (or test_set/), or a folder of class folders")->required();
+  evaluate->add_option("--device", e.device, "cpu, cuda or cuda:N");
+  evaluate->add_option("--batch-size", e.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  evaluate->add_option("--workers", e.workers)->check(CLI::Range(0, 256));
+
+  PredictArgs p;
+  auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" for each image");
+  predict->add_option("--model", p.model, "a model file written by train")->required();
+  predict->add_option("images", p.images, "JPEG or PNG files")->required();
+  predict->add_option("--device", p.device, "cpu, cuda or cuda:N");
+  predict->add_flag("--json", p.json, "print a JSON list");
+  predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*train) return run_train(t);
+    if (*evaluate) return run_evaluate(e);
+    return run_predict(p);
+  } catch (const std::exception& err) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "loom-catdog: error: %s\n", err.what());
+    return 1;
+  }
+}

@@ -1,0 +1,42 @@
+// The pieces the subcommands share: the device flag, photographs decoded once into memory, the
+// evaluation loader, a subset for quick runs, and the loss that fits a model's head.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::catdog {
+
+// A folder of class folders decoded once at the model's input size (later epochs decode
+// nothing). An empty class folder or a folder without images is an error naming it.
+struct ImageSet {
+  std::unique_ptr<data::ImageFolder> folder;
+  std::unique_ptr<data::InMemoryDataset> images;
+  const std::vector<std::string>& classes() const { return folder->classes(); }
+};
+ImageSet load_image_set(const std::string& dir, int64_t height, int64_t width, int threads);
+
+// `count` samples of `source` chosen by a seeded permutation (both classes stay represented).
+class Subset : public data::Dataset {
+ public:
+  Subset(const data::Dataset& source, int64_t count, uint64_t seed);
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  data::Example get(int64_t index) const override { return source_.get(indices_[index]); }
+
+ private:
+  const data::Dataset& source_;
+  std::vector<int64_t> indices_;
+};
+
+// In order, no augmentation: the preprocessing's rescale and mean/std only.
+data::DataLoaderOptions eval_loader_options(const io::Preprocessing& p, int64_t batch_size,
+                                            Device device, int workers);
+data::AugmentOptions preprocessing_transform(const io::Preprocessing& p);
+
+// Binary cross-entropy for a one-logit head, cross-entropy for K class logits.
+train::LossFn loss_for_outputs(int64_t outputs);
+
+}  // namespace loom::catdog

@@ -1,0 +1,58 @@
+// Training checkpoints: everything needed to continue a run exactly where it stopped, in one
+// safetensors file written atomically. Tensors: "model.<state name>", "optim.<state key>" and
+// the partial epoch's device sums "train.loss_sum", "train.correct_sum". Metadata: the model
+// description of model files (so load_model() reads a checkpoint too), the optimizer's type and
+// scalars, and the TrainingState below as JSON ("loom.training").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "io/model_file.h"
+#include "optim/optimizer.h"
+
+namespace loom::io {
+
+struct TrainingState {
+  int64_t epoch = 0;          // the epoch in progress, counted from 0
+  int64_t step_in_epoch = 0;  // batches of that epoch already trained on
+  int64_t global_step = 0;    // batches trained on since the start
+  // loom's default generator (dropout and any other op drawing without its own generator).
+  uint64_t rng_seed = 0;
+  uint64_t rng_offset = 0;
+  // The training loader's shuffling and augmentation seeds: its order and draws are functions
+  // of (seed, epoch), so these and `epoch` restore it.
+  uint64_t loader_seed = 0;
+  uint64_t augment_seed = 0;
+  // The running sums of the epoch in progress (loss * batch size, correct predictions, and the
+  // number of samples), so its metrics come out as in a run that never stopped.
+  Tensor loss_sum;
+  Tensor correct_sum;
+  int64_t samples_seen = 0;
+  std::string history_json = "[]";  // the metrics of the finished epochs
+  std::map<std::string, std::string> extra;  // the application's own (e.g. its flags)
+};
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     const TrainingState& state, const Preprocessing& preprocessing = {});
+
+struct Checkpoint {
+  TensorFile file;
+  TrainingState state;
+  Preprocessing preprocessing;
+};
+// Reads and checks a checkpoint (its tensors on the CPU) without applying it.
+Checkpoint read_checkpoint(const std::string& path);
+// Restores the model's weights, the optimizer's state and loom's default generator; returns the
+// training state for the caller's loop. Errors name the file and what does not fit.
+TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer);
+
+// For tests of crash safety: when the environment variable LOOM_CHECKPOINT_PAUSE_MS is set and
+// save_checkpoint replaces an existing file, it pauses that long halfway through writing its
+// bytes (the temporary file then exists, the old checkpoint is untouched), after printing
+// "loom: checkpoint write paused" to stderr. A first write never pauses, so a kill during the
+// pause always has a complete checkpoint to fall back on.
+inline constexpr const char* kCheckpointPauseEnv = "LOOM_CHECKPOINT_PAUSE_MS";
+
+}  // namespace loom::io

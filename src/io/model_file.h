@@ -1,0 +1,58 @@
+// Model files: a safetensors file holding a model's weights (state_dict names, so PyTorch loads
+// them as they are) and, in its metadata, the model's JSON spec and its preprocessing, so that
+// load_model() rebuilds a working model with no code.
+//   metadata: "format": "pt", "loom.kind": "model", "loom.format_version": "1",
+//             "loom.spec": Module::spec_json(), "loom.preprocessing": Preprocessing::to_json()
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "nn/module.h"
+
+namespace loom::io {
+
+inline constexpr const char* kFormatVersion = "1";
+
+// What an input goes through before the model sees it: resize to height x width, channels,
+// value * rescale, then (value - mean[c]) / std[c] when mean/std are given.
+struct Preprocessing {
+  int64_t height = 64;
+  int64_t width = 64;
+  int64_t channels = 3;
+  double rescale = 1.0 / 255.0;
+  std::vector<std::string> class_names;  // label i is class_names[i]
+  std::vector<double> mean;
+  std::vector<double> std;
+
+  std::string to_json() const;
+  // Throws loom::Error naming `source` (a file) when the JSON is malformed or out of range.
+  static Preprocessing from_json(const std::string& json, const std::string& source);
+};
+
+struct LoadedModel {
+  nn::ModulePtr model;
+  Preprocessing preprocessing;
+  Metadata metadata;
+};
+
+// Writes the model's weights (on any device) and description atomically.
+void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing);
+// Rebuilds the model from the spec, loads its weights strictly and moves it to `device`. Also
+// reads a checkpoint (io/checkpoint.h), which holds the same description. A file that is not
+// safetensors, not a loom model, or whose weights do not fit its spec throws loom::Error naming
+// the file and the problem.
+LoadedModel load_model(const std::string& path, Device device = kCPU);
+
+namespace detail {
+// The metadata that describes a model (spec, preprocessing, version) with the given kind.
+Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocessing, const std::string& kind);
+// Builds the module of file.metadata's spec and loads the tensors named prefix + state name.
+nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, const std::string& path);
+// The metadata value of `key`, or an error naming the file when it is absent.
+const std::string& require_metadata(const Metadata& metadata, const std::string& key, const std::string& path);
+}  // namespace detail
+
+}  // namespace loom::io

@@ -1,0 +1,58 @@
+// fit / evaluate / predict: the Keras-like training loop for any nn::Module and DataLoader.
+// Loss and accuracy are summed on the model's device (loss * batch size, correct predictions)
+// and read only when a progress line is drawn or an epoch ends, never once per step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <vector>
+
+#include "data/data_loader.h"
+#include "io/checkpoint.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+#include "train/callback.h"
+#include "train/history.h"
+
+namespace loom::train {
+
+// outputs of the model and int64 labels [B] of the batch -> a scalar mean loss.
+using LossFn = std::function<Tensor(const Tensor& outputs, const Tensor& labels)>;
+// For a binary head [B, 1] of logits: binary_cross_entropy_with_logits against the 0/1 labels.
+LossFn binary_cross_entropy_loss();
+// For class logits [B, K]: cross_entropy against the class indices.
+LossFn cross_entropy_loss();
+
+// The number of correct predictions as a float32 device scalar: logit > 0 means class 1 for a
+// binary head [B, 1], argmax otherwise.
+Tensor count_correct(const Tensor& outputs, const Tensor& labels);
+
+struct FitOptions {
+  int64_t epochs = 1;
+  std::vector<CallbackPtr> callbacks;
+  std::ostream* out = &std::cout;  // progress and epoch lines; null for silence
+  std::optional<bool> tty;         // redraw in place; default: whether `out` is a terminal
+  // Continue from a checkpoint's state (io::load_checkpoint has restored the model, optimizer
+  // and generator): the loop restarts its epoch and skips the batches already done.
+  std::optional<io::TrainingState> resume;
+};
+
+History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
+            data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options);
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  int64_t samples = 0;
+  Tensor confusion;  // int64 [K, K] on the CPU: rows true class, columns predicted (K = 2 for a binary head)
+};
+
+// One pass over epoch 0 of the loader in eval mode without gradients.
+EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader);
+
+// Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
+Tensor predict(nn::Module& model, data::DataLoader& loader);
+
+}  // namespace loom::train

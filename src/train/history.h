@@ -1,0 +1,27 @@
+// History: the metrics of each finished epoch ("loss", "accuracy", "val_loss", "val_accuracy",
+// "lr", "seconds"), as Keras' History.history, with a JSON form for checkpoints and logs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loom::train {
+
+using EpochMetrics = std::map<std::string, double>;
+
+struct History {
+  std::vector<EpochMetrics> epochs;  // epochs[e] are the metrics of epoch e (from 0)
+
+  // The values of one metric over the epochs that have it.
+  std::vector<double> values(const std::string& metric) const;
+  std::string to_json() const;  // [{"epoch": 0, "loss": ...}, ...]
+  // Throws loom::Error naming `source` when the JSON is not such a list.
+  static History from_json(const std::string& json, const std::string& source);
+};
+
+// One line of JSON for one epoch's metrics, with "epoch" first.
+std::string metrics_json(int64_t epoch, const EpochMetrics& metrics);
+
+}  // namespace loom::train

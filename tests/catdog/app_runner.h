@@ -1,0 +1,118 @@
+// Running loom-catdog from the tests: a child process whose stdout and stderr go to files, that
+// a test can wait on, watch for a line, or kill with SIGKILL; and a small generated photo folder.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::testing {
+
+namespace fs = std::filesystem;
+
+// loom-catdog beside this test binary's build tree (build/tests/x -> build/apps/catdog/), or
+// $LOOM_CATDOG_BIN.
+inline std::string catdog_binary() {
+  if (const char* env = std::getenv("LOOM_CATDOG_BIN")) return env;
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "apps" / "catdog" / "loom-catdog").string();
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& out_prefix,
+        const std::vector<std::string>& env = {})
+      : out_(out_prefix + ".out"), err_(out_prefix + ".err") {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (!freopen(out_.c_str(), "w", stdout) || !freopen(err_.c_str(), "w", stderr)) _exit(127);
+      for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> argv;
+      const std::string bin = catdog_binary();
+      argv.push_back(const_cast<char*>(bin.c_str()));
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  // The exit status, or 128 + signal.
+  int wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // Waits until `file` (stdout or stderr) holds `needle` at least `count` times; false when the
+  // child ended first or `timeout_s` passed.
+  bool wait_for(bool on_stderr, const std::string& needle, int count = 1, double timeout_s = 60) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      const std::string text = read_text(on_stderr ? err_ : out_);
+      int found = 0;
+      for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++found;
+      if (found >= count) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+  void kill() {
+    ::kill(pid_, SIGKILL);
+    wait();
+  }
+  std::string out() const { return read_text(out_); }
+  std::string err() const { return read_text(err_); }
+
+ private:
+  std::string out_, err_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// root/{train,val}/{cat,dog}/*.png: small 16x16 pictures, dogs brighter on the left.
+inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val, uint64_t seed) {
+  Generator gen(seed);
+  for (const char* split : {"train", "val"}) {
+    const int n = std::string(split) == "train" ? per_class_train : per_class_val;
+    for (int label = 0; label < 2; ++label) {
+      const fs::path dir = fs::path(root) / split / (label ? "dog" : "cat");
+      fs::create_directories(dir);
+      for (int i = 0; i < n; ++i) {
+        Tensor img = uniform({16, 16, 3}, 0.0, 180.0, kFloat32, &gen);
+        Tensor half = img.narrow(1, label ? 0 : 8, 8);
+        half.copy_(half + 70.0);
+        data::write_file((dir / (std::to_string(i) + ".png")).string(), data::encode_png(img.to(kUInt8)));
+      }
+    }
+  }
+}
+
+}  // namespace loom::testing

@@ -1,0 +1,173 @@
+// loom-catdog's CPU path end to end (train one epoch, evaluate, predict) on a generated photo
+// folder, and every bad input ending with one clear message and a non-zero exit, never a crash.
+#include <nlohmann/json.hpp>
+
+#include "app_runner.h"
+#include "data_source.h"
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+using testing::Child;
+namespace fs = std::filesystem;
+
+class Catdog : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = (fs::temp_directory_path() / ("loom_catdog_" + std::to_string(::getpid()))).string();
+    fs::remove_all(root_);
+    testing::make_photo_folder(root_ + "/data", 12, 6, 1);
+    // One trained model for the evaluate and predict tests.
+    Child c({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
+             "--workers", "0", "--out", root_ + "/m.safetensors"}, root_ + "/train");
+    train_status_ = c.wait();
+    train_out_ = c.out() + c.err();
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // Runs to the end; returns the status and stdout + stderr.
+  static std::pair<int, std::string> run(const std::vector<std::string>& args, const std::string& tag) {
+    Child c(args, root_ + "/" + tag);
+    const int status = c.wait();
+    return {status, c.out() + c.err()};
+  }
+  // A bad input: a non-zero exit that is not a signal, and one error line containing `fragment`.
+  static void expect_clear_error(const std::vector<std::string>& args, const std::string& fragment) {
+    const auto [status, text] = run(args, "bad");
+    EXPECT_GT(status, 0) << text;
+    EXPECT_LT(status, 128) << "crashed: " << text;
+    EXPECT_NE(text.find(fragment), std::string::npos) << text;
+  }
+
+  static std::string root_;
+  static int train_status_;
+  static std::string train_out_;
+};
+std::string Catdog::root_;
+int Catdog::train_status_ = -1;
+std::string Catdog::train_out_;
+
+TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
+  ASSERT_EQ(train_status_, 0) << train_out_;
+  EXPECT_NE(train_out_.find("24 training and 12 validation images, classes cat dog"), std::string::npos) << train_out_;
+  EXPECT_NE(train_out_.find("validation accuracy: "), std::string::npos);
+  EXPECT_TRUE(fs::exists(root_ + "/m.safetensors"));
+  EXPECT_TRUE(fs::exists(root_ + "/m.safetensors.ckpt"));
+  const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
+  EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
+  EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
+}
+
+TEST_F(Catdog, EvaluatePrintsAccuracyLossAndConfusion) {
+  ASSERT_EQ(train_status_, 0);
+  const auto [status, text] = run({"evaluate", "--model", root_ + "/m.safetensors", "--data", root_ + "/data",
+                                   "--device", "cpu"}, "eval");
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("12 images"), std::string::npos) << text;
+  EXPECT_NE(text.find("accuracy 0."), std::string::npos) << text;
+  EXPECT_NE(text.find("confusion matrix"), std::string::npos);
+  // The two rows of the matrix add up to the 6 + 6 images.
+  const size_t cat_row = text.rfind("cat ");
+  int a = 0, b = 0, c = 0, d = 0;
+  ASSERT_EQ(std::sscanf(text.c_str() + cat_row, " cat %d %d dog %d %d", &a, &b, &c, &d), 4) << text;
+  EXPECT_EQ(a + b, 6);
+  EXPECT_EQ(c + d, 6);
+}
+
+TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
+  ASSERT_EQ(train_status_, 0);
+  const std::string dog = root_ + "/data/val/dog/0.png", cat = root_ + "/data/val/cat/1.png";
+  const auto [status, text] = run({"predict", "--device", "cpu", "--model", root_ + "/m.safetensors", dog, cat}, "predict");
+  ASSERT_EQ(status, 0) << text;
+  std::istringstream lines(text);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    char name[8];
+    double p = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%7s %lf", name, &p), 2) << line;
+    EXPECT_TRUE(std::string(name) == "cat" || std::string(name) == "dog") << line;
+    EXPECT_GE(p, 0.5);
+    EXPECT_LE(p, 1.0);
+    ++count;
+  }
+  EXPECT_EQ(count, 2);
+  const auto [js, json_text] = run({"predict", "--json", "--device", "cpu", "--model", root_ + "/m.safetensors",
+                                    "--dump", root_ + "/dump.st", dog}, "json");
+  ASSERT_EQ(js, 0) << json_text;
+  const auto j = nlohmann::json::parse(json_text);
+  ASSERT_EQ(j.size(), 1u);
+  const double p_dog = j[0]["outputs"][0].get<double>();
+  EXPECT_EQ(j[0]["class"].get<std::string>(), p_dog >= 0.5 ? "dog" : "cat");
+  EXPECT_NEAR(j[0]["probability"].get<double>(), p_dog >= 0.5 ? p_dog : 1 - p_dog, 1e-12);
+  // The dump for tools/compare_torch.py: the preprocessed input in [0, 1] and the same output.
+  const io::TensorFile dump = io::load_safetensors(root_ + "/dump.st");
+  EXPECT_EQ(dump.at("inputs").shape(), (Shape{1, 3, 64, 64}));
+  EXPECT_LE(max(dump.at("inputs")).item<double>(), 1.0);
+  EXPECT_GT(max(dump.at("inputs")).item<double>(), 0.3);
+  EXPECT_EQ(dump.at("outputs").item<double>(), p_dog);
+}
+
+TEST_F(Catdog, BadDataEndsWithAClearMessage) {
+  expect_clear_error({"train", "--data", root_ + "/nowhere", "--device", "cpu"}, "not a usable data folder");
+  // An empty class folder.
+  const std::string empty = root_ + "/empty_class";
+  testing::make_photo_folder(empty, 2, 2, 3);
+  for (const auto& f : fs::directory_iterator(empty + "/train/dog")) fs::remove(f.path());
+  expect_clear_error({"train", "--data", empty, "--device", "cpu", "--epochs", "1"}, "dog");
+  // Flags out of range or unknown.
+  expect_clear_error({"train", "--epochs", "0"}, "--epochs");
+  expect_clear_error({"train", "--batch-size", "-3"}, "--batch-size");
+  expect_clear_error({"train", "--model", "vgg"}, "--model");
+  expect_clear_error({"train", "--data", root_ + "/data", "--device", "tpu"}, "--device");
+  expect_clear_error({"train", "--data", root_ + "/data", "--device", "cpu", "--image-size", "32"}, "--image-size 32");
+}
+
+TEST_F(Catdog, BadModelFilesAndImagesEndWithAClearMessage) {
+  ASSERT_EQ(train_status_, 0);
+  const std::string good = root_ + "/m.safetensors", image = root_ + "/data/val/dog/0.png";
+  const std::string bytes = testing::read_text(good);
+  std::ofstream(root_ + "/truncated.st", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  expect_clear_error({"predict", "--model", root_ + "/truncated.st", image}, "truncated.st");
+  std::ofstream(root_ + "/garbage.st", std::ios::binary) << std::string(4096, '\x7f');
+  expect_clear_error({"predict", "--model", root_ + "/garbage.st", image}, "garbage.st");
+  // A model file of another architecture: classic_cnn's spec over seed_cnn's weights.
+  Generator gen(2);
+  auto seed = nn::seed_cnn(nn::Init::Keras, &gen);
+  auto classic = nn::classic_cnn(nn::Init::Keras, &gen);
+  io::NamedTensors tensors;
+  for (const auto& [name, t] : seed->state_dict()) tensors.emplace_back(name, t);
+  io::Preprocessing prep;
+  prep.class_names = {"cat", "dog"};
+  io::save_safetensors(root_ + "/other.st", tensors, io::detail::model_metadata(*classic, prep, "model"));
+  expect_clear_error({"evaluate", "--model", root_ + "/other.st", "--data", root_ + "/data"}, "other.st");
+  expect_clear_error({"predict", "--model", good, root_ + "/no_such.jpg"}, "no_such.jpg");
+  std::ofstream(root_ + "/broken.jpg", std::ios::binary) << "\xff\xd8\xff not really a jpeg";
+  expect_clear_error({"predict", "--model", good, root_ + "/broken.jpg"}, "broken.jpg");
+  expect_clear_error({"predict", "--model", root_ + "/missing.st", image}, "missing.st");
+  expect_clear_error({"predict", "--model", good}, "images");
+}
+
+TEST_F(Catdog, ResumeRefusesACheckpointOfAnotherRecipe) {
+  ASSERT_EQ(train_status_, 0);
+  expect_clear_error({"train", "--data", root_ + "/data", "--device", "cpu", "--batch-size", "4", "--epochs", "2",
+                      "--out", root_ + "/r.st", "--resume", root_ + "/m.safetensors.ckpt"},
+                     "batch_size = 8, this run has 4");
+}
+
+TEST(CatdogData, FindsBothLayoutsAndExplainsTheLayout) {
+  const fs::path root = fs::temp_directory_path() / ("loom_cd_layout_" + std::to_string(::getpid()));
+  fs::create_directories(root / "a" / "train");
+  fs::create_directories(root / "a" / "val");
+  fs::create_directories(root / "b" / "training_set");
+  fs::create_directories(root / "b" / "test_set");
+  EXPECT_EQ(catdog::split_of((root / "a").string())->val_dir, (root / "a" / "val").string());
+  EXPECT_EQ(catdog::split_of((root / "b").string())->train_dir, (root / "b" / "training_set").string());
+  EXPECT_FALSE(catdog::split_of(root.string()).has_value());
+  EXPECT_NE(catdog::layout_help().find("DIR/train/<class>"), std::string::npos);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace loom

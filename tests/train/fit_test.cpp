@@ -1,0 +1,199 @@
+// fit / evaluate / predict, the callbacks and History: values against loops written here, and
+// the Keras-like behaviours (early stopping, LR steps, logs).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "synthetic.h"
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+data::DataLoaderOptions loader_options(int64_t batch, bool shuffle, uint64_t seed = 3) {
+  data::DataLoaderOptions o;
+  o.batch_size = batch;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.augment.rescale = 1.0 / 255.0;
+  return o;
+}
+
+std::string temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("loom_train_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+TEST(CountCorrect, MatchesALoopForBinaryAndMultiClassHeads) {
+  Generator gen(5);
+  const Tensor logits = randn({9, 1}, kFloat32, &gen);
+  const Tensor labels = randint(0, 2, {9}, kInt64, &gen);
+  const auto l = logits.to_vector<float>();
+  const auto y = labels.to_vector<int64_t>();
+  double expected = 0;
+  for (int i = 0; i < 9; ++i) expected += ((l[i] > 0) == (y[i] == 1));
+  EXPECT_EQ(train::count_correct(logits, labels).item<double>(), expected);
+
+  const Tensor multi = randn({7, 4}, kFloat32, &gen);
+  const Tensor classes = randint(0, 4, {7}, kInt64, &gen);
+  const auto m = multi.to_vector<float>();
+  const auto c = classes.to_vector<int64_t>();
+  expected = 0;
+  for (int i = 0; i < 7; ++i) {
+    int best = 0;
+    for (int k = 1; k < 4; ++k) best = m[i * 4 + k] > m[i * 4 + best] ? k : best;
+    expected += best == c[i];
+  }
+  EXPECT_EQ(train::count_correct(multi, classes).item<double>(), expected);
+  EXPECT_LOOM_ERROR(train::count_correct(multi, randint(0, 4, {3}, kInt64, &gen)), "count_correct");
+}
+
+TEST(Evaluate, LossAccuracyAndConfusionMatchALoop) {
+  testing::HalvesDataset dataset(21, 7);
+  auto model = testing::tiny_model(1);
+  data::DataLoader loader(dataset, loader_options(4, false));
+  const train::EvalResult r = train::evaluate(*model, train::binary_cross_entropy_loss(), loader);
+  ASSERT_EQ(r.samples, 21);
+  // The same in one batch, by hand: BCE with logits and counts per (true, predicted).
+  std::vector<Tensor> images;
+  for (int64_t i = 0; i < 21; ++i) {
+    images.push_back(dataset.get(i).image.to(kFloat32).permute({2, 0, 1}) * (1.0 / 255.0));
+  }
+  nn::EvalModeGuard eval(*model);
+  const auto logits = model->forward(stack(images)).to_vector<float>();
+  double loss = 0;
+  int64_t confusion[2][2] = {{0, 0}, {0, 0}};
+  for (int64_t i = 0; i < 21; ++i) {
+    const double x = logits[i];
+    const int64_t y = dataset.get(i).label;
+    loss += std::max(x, 0.0) - x * double(y) + std::log1p(std::exp(-std::abs(x)));
+    confusion[y][x > 0 ? 1 : 0] += 1;
+  }
+  EXPECT_NEAR(r.loss, loss / 21, 1e-5);
+  EXPECT_NEAR(r.accuracy, double(confusion[0][0] + confusion[1][1]) / 21, 1e-12);
+  EXPECT_EQ(r.confusion.to_vector<int64_t>(),
+            (std::vector<int64_t>{confusion[0][0], confusion[0][1], confusion[1][0], confusion[1][1]}));
+  const Tensor probs = train::predict(*model, loader);
+  ASSERT_EQ(probs.shape(), (Shape{21, 1}));
+  EXPECT_NEAR(probs.to_vector<float>()[3], 1.0 / (1.0 + std::exp(-logits[3])), 1e-6);
+}
+
+TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
+  manual_seed(11);
+  testing::HalvesDataset train_set(64, 1), val_set(32, 2);
+  auto model = testing::tiny_model(2);
+  optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader val_loader(val_set, loader_options(16, false));
+  const std::string dir = temp_dir("logs");
+  std::ostringstream progress;
+  train::FitOptions fit;
+  fit.epochs = 6;
+  fit.out = &progress;
+  fit.callbacks = {std::make_shared<train::CsvLogger>(dir + "/m.csv"),
+                   std::make_shared<train::JsonLinesLogger>(dir + "/m.jsonl")};
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
+  ASSERT_EQ(h.epochs.size(), 6u);
+  EXPECT_LT(h.epochs.back().at("loss"), h.epochs.front().at("loss"));
+  EXPECT_GT(h.epochs.back().at("val_accuracy"), 0.8);
+  EXPECT_EQ(h.epochs.back().at("lr"), 1e-2);
+  // Plain lines (not a terminal): every tenth of an epoch of 8 steps, then the epoch's line.
+  EXPECT_NE(progress.str().find("Epoch 1/6 step 4/8"), std::string::npos) << progress.str();
+  EXPECT_NE(progress.str().find("Epoch 6/6 8/8"), std::string::npos);
+  EXPECT_EQ(progress.str().find('\r'), std::string::npos);
+
+  std::ifstream csv(dir + "/m.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "epoch,accuracy,loss,lr,val_accuracy,val_loss");
+  int rows = 0;
+  while (std::getline(csv, row)) ++rows;
+  EXPECT_EQ(rows, 6);
+  std::ifstream jsonl(dir + "/m.jsonl");
+  std::getline(jsonl, row);
+  EXPECT_EQ(row.rfind("{\"epoch\":0,", 0), 0u) << row;
+  EXPECT_EQ(train::History::from_json(h.to_json(), "t").epochs, h.epochs);
+  fs::remove_all(dir);
+}
+
+TEST(Fit, TerminalProgressRedrawsOneLine) {
+  testing::HalvesDataset train_set(16, 1);
+  auto model = testing::tiny_model(2);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
+  data::DataLoader loader(train_set, loader_options(8, true));
+  std::ostringstream out;
+  train::FitOptions fit;
+  fit.out = &out;
+  fit.tty = true;
+  train::fit(*model, train::binary_cross_entropy_loss(), optimizer, loader, nullptr, fit);
+  EXPECT_NE(out.str().find("\rEpoch 1/1     2/2 ["), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("ETA"), std::string::npos);
+}
+
+TEST(Fit, EarlyStoppingStopsAndRestoresTheBestWeights) {
+  testing::HalvesDataset train_set(16, 1), val_set(16, 2);
+  auto model = testing::tiny_model(3);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader val_loader(val_set, loader_options(8, false));
+  auto stopper = std::make_shared<train::EarlyStopping>("val_loss", 1, 0.0, train::Mode::Auto, true);
+  train::FitOptions fit;
+  fit.epochs = 10;
+  fit.out = nullptr;
+  fit.callbacks = {stopper};
+  // lr 0: nothing changes, so no epoch after the first improves; patience 1 stops after epoch 3.
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
+  EXPECT_EQ(h.epochs.size(), 3u);
+  EXPECT_EQ(stopper->stopped_epoch(), 2);
+  EXPECT_LOOM_ERROR(train::EarlyStopping("val_loss", -1), "patience");
+}
+
+TEST(Fit, MonitoringAMissingMetricNamesIt) {
+  testing::HalvesDataset train_set(8, 1);
+  auto model = testing::tiny_model(3);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.1));
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  train::FitOptions fit;
+  fit.out = nullptr;
+  fit.callbacks = {std::make_shared<train::EarlyStopping>("val_loss")};
+  EXPECT_LOOM_ERROR(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
+                    "\"val_loss\" is not among");
+  fit.callbacks.clear();
+  fit.epochs = -1;
+  EXPECT_LOOM_ERROR(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
+                    "epochs must be >= 0");
+}
+
+TEST(Fit, LRSchedulerStepsPerEpoch) {
+  testing::HalvesDataset train_set(8, 1);
+  auto model = testing::tiny_model(3);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.1));
+  optim::StepLR schedule(optimizer, 1, 0.5);
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  train::FitOptions fit;
+  fit.epochs = 3;
+  fit.out = nullptr;
+  fit.callbacks = {std::make_shared<train::LRSchedulerStep>(schedule)};
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit);
+  EXPECT_EQ(h.values("lr"), (std::vector<double>{0.1, 0.05, 0.025}));
+}
+
+TEST(History, RejectsMalformedJson) {
+  EXPECT_LOOM_ERROR(train::History::from_json("{\"a\": 1}", "f.json"), "f.json");
+  EXPECT_LOOM_ERROR(train::History::from_json("[{\"loss\": \"x\"}]", "f.json"), "malformed history");
+  EXPECT_EQ(train::format_duration(65), "1m05s");
+  EXPECT_EQ(train::format_duration(3.2), "3s");
+}
+
+}  // namespace
+}  // namespace loom

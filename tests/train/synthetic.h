@@ -1,0 +1,44 @@
+// A small in-memory image dataset for the training tests: 8x8 RGB images whose label is 1 when
+// the left half is brighter than the right, so a tiny model learns it in a few steps.
+#pragma once
+
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::testing {
+
+class HalvesDataset : public data::Dataset {
+ public:
+  HalvesDataset(int64_t count, uint64_t seed, int64_t size = 8) {
+    Generator gen(seed);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t label = i % 2;
+      Tensor img = uniform({size, size, 3}, 0.0, 200.0, kFloat32, &gen);
+      Tensor bright = img.narrow(1, label == 1 ? 0 : size / 2, size / 2);
+      bright.copy_(bright + 55);
+      examples_.push_back({img.to(kUInt8), label});
+    }
+  }
+  int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
+  data::Example get(int64_t index) const override { return examples_[index]; }
+
+ private:
+  std::vector<data::Example> examples_;
+};
+
+// Conv + dropout + dense: a one-logit head for HalvesDataset (dropout draws from the default
+// generator, so resume tests cover its state).
+inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 8) {
+  Generator gen(seed);
+  auto model = std::make_shared<nn::Sequential>();
+  model->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::ReLU>());
+  model->add(std::make_shared<nn::MaxPool2d>(2));
+  model->add(std::make_shared<nn::Flatten>());
+  model->add(std::make_shared<nn::Dropout>(0.25));
+  model->add(std::make_shared<nn::Linear>(4 * (size / 2) * (size / 2), 1, true, nn::Init::PyTorch, &gen));
+  return model;
+}
+
+}  // namespace loom::testing
