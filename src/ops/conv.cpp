@@ -13,6 +13,7 @@ namespace loom {
 namespace {
 
 std::atomic<bool> g_deterministic{false};
+std::atomic<bool> g_allow_tf32{true};
 
 // Padding before and after along one axis.
 std::array<int64_t, 2> axis_padding(const Conv2dOptions& opt, int axis, int64_t in, int64_t k) {
@@ -81,6 +82,9 @@ detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tenso
 
 void set_deterministic(bool deterministic) { g_deterministic = deterministic; }
 bool deterministic() { return g_deterministic; }
+
+void set_conv_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+bool conv_allow_tf32() { return g_allow_tf32; }
 
 int64_t conv_algorithm_searches() {
 #if defined(LOOM_WITH_CUDA)

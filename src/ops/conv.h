@@ -40,6 +40,27 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 void set_deterministic(bool deterministic);
 bool deterministic();
 
+// Lets cuDNN convolutions on float32 use TF32 tensor cores (inputs rounded to a 10-bit
+// mantissa, accumulation in float32): several times faster on Ampere and later GPUs, with
+// results within ~1e-3 relative of full float32 instead of ~1e-6. On by default, as PyTorch's
+// torch.backends.cudnn.allow_tf32; matrix multiplication (linalg) always stays in full float32.
+// The CPU path and float64 are unaffected.
+void set_conv_allow_tf32(bool allow);
+bool conv_allow_tf32();
+
+// Sets conv_allow_tf32 for a scope and restores the previous value at its end (tests that
+// compare the GPU with the CPU at float32 tolerances).
+class ConvTf32Scope {
+ public:
+  explicit ConvTf32Scope(bool allow) : previous_(conv_allow_tf32()) { set_conv_allow_tf32(allow); }
+  ~ConvTf32Scope() { set_conv_allow_tf32(previous_); }
+  ConvTf32Scope(const ConvTf32Scope&) = delete;
+  ConvTf32Scope& operator=(const ConvTf32Scope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // How many cuDNN algorithm searches have run in this process: a second conv2d with the same
 // shapes reuses the cached choice and does not add to it (0 in a CPU-only build).
 int64_t conv_algorithm_searches();

@@ -1,7 +1,8 @@
 // Internal: pooling windows and the per-element rules shared by the CPU loops and the CUDA
 // kernels (so both backends compute each output the same way), and the backend entry points.
 // Backward passes gather from the outputs whose window holds an input pixel: no atomics, so
-// the GPU result is deterministic.
+// the GPU result is deterministic (the CPU's max pooling scatters through the argmax instead,
+// one thread per plane).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,21 @@ struct PoolGeometry {
   PoolAxis y, x;
 };
 
+// out = max of rows [y0, y1) x columns [x0, x1) of `plane` (rows of in_x); index = its flat
+// position. The first maximum in row-major order wins; a NaN only when it comes first.
+template <typename T>
+LOOM_HOST_DEVICE void max_of_window(const T* plane, int64_t in_x, int64_t y0, int64_t y1,
+                                    int64_t x0, int64_t x1, T& out, int64_t& index) {
+  index = y0 * in_x + x0;
+  out = plane[index];
+  for (int64_t y = y0; y < y1; ++y) {
+    for (int64_t x = x0; x < x1; ++x) {
+      const T v = plane[y * in_x + x];
+      if (v > out) out = v, index = y * in_x + x;
+    }
+  }
+}
+
 // out = max of the window of (oy, ox) in `plane` [in_y, in_x]; index = its flat position.
 template <typename T>
 LOOM_HOST_DEVICE void max_pool_at(const T* plane, const PoolGeometry& g, int64_t oy, int64_t ox,
@@ -59,14 +75,7 @@ LOOM_HOST_DEVICE void max_pool_at(const T* plane, const PoolGeometry& g, int64_t
   int64_t y0, y1, x0, x1, unused;
   g.y.window(oy, false, y0, y1, unused);
   g.x.window(ox, false, x0, x1, unused);
-  index = y0 * g.x.in + x0;
-  out = plane[index];
-  for (int64_t y = y0; y < y1; ++y) {
-    for (int64_t x = x0; x < x1; ++x) {
-      const T v = plane[y * g.x.in + x];
-      if (v > out) out = v, index = y * g.x.in + x;
-    }
-  }
+  max_of_window(plane, g.x.in, y0, y1, x0, x1, out, index);
 }
 
 template <typename T>

@@ -18,6 +18,15 @@ double squares_of(const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
   return sum;
 }
+
+// The coefficients are taken by value and the arrays as restrict pointers: otherwise a store
+// to p[i] might alias a coefficient, and the compiler reloads them and does not vectorise.
+template <typename T>
+void adam_span(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+               int64_t n, const AdamCoeffs<T> c) {
+  for (int64_t i = 0; i < n; ++i) adam_element(p[i], g[i], m[i], v[i], c);
+}
+
 }  // namespace
 
 void cpu_adam_update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
@@ -34,7 +43,9 @@ void cpu_adam_update(const std::vector<Tensor>& params, const std::vector<Tensor
       const T* g = grads[k].data_ptr<T>();
       T* m = exp_avgs[k].data_ptr<T>();
       T* v = exp_avg_sqs[k].data_ptr<T>();
-      parallel_for(params[k].numel(), [&](int64_t i) { adam_element(p[i], g[i], m[i], v[i], c); });
+      parallel_chunks(params[k].numel(), [&](int64_t, int64_t begin, int64_t end) {
+        adam_span(p + begin, g + begin, m + begin, v + begin, end - begin, c);
+      });
     }
   });
 }

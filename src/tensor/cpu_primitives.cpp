@@ -1,26 +1,42 @@
 // CPU loops for the core's storage-level kernels (fill, copy, accumulate, random fill).
+// Strided tensors are walked run by run along their innermost (coalesced) dimension with
+// StridedCursor, so a transposed or broadcast copy costs no division per element.
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/parallel.h"
 #include "tensor/primitives.h"
 #include "tensor/random_bits.h"
-#include "tensor/strided_index.h"
+#include "tensor/strided_cursor.h"
 
 namespace loom::detail {
 
 namespace {
 
-// Runs body(i, offset_of_i) over every element of dst in row-major order.
+// Calls body(dst_offset, src_offset) for every element of dst and the element of `src` (read
+// as broadcast to dst's shape) it pairs with. Runs with unit or zero steps get loops of their
+// own, which the compiler vectorises.
 template <typename Body>
-void for_each_offset(const Tensor& t, Body body) {
-  const int64_t n = t.numel();
-  if (t.is_contiguous()) {
-    const int64_t base = t.offset();
-    parallel_for(n, [&](int64_t i) { body(i, base + i); });
-  } else {
-    const StridedIndexer ix = make_indexer(t, t.shape(), "copy");
-    parallel_for(n, [&](int64_t i) { body(i, ix(i)); });
-  }
+void for_each_pair(const Tensor& dst, const Tensor& src, const char* op, Body body) {
+  StridedIndexer ix[2] = {make_indexer(dst, dst.shape(), op), make_indexer(src, dst.shape(), op)};
+  coalesce(ix, 2);
+  parallel_chunks(dst.numel(), [&](int64_t, int64_t begin, int64_t end) {
+    StridedCursor out(ix[0], begin), in(ix[1], begin);
+    for (int64_t left = end - begin; left > 0;) {
+      const int64_t count = std::min(out.run(), left);
+      const int64_t o = out.offset(), os = out.stride(), s = in.offset(), ss = in.stride();
+      if (os == 1 && ss == 1) {
+        for (int64_t j = 0; j < count; ++j) body(o + j, s + j);
+      } else if (os == 1 && ss == 0) {
+        for (int64_t j = 0; j < count; ++j) body(o + j, s);
+      } else {
+        for (int64_t j = 0; j < count; ++j) body(o + j * os, s + j * ss);
+      }
+      out.advance(count);
+      in.advance(count);
+      left -= count;
+    }
+  });
 }
 
 template <typename T>
@@ -34,28 +50,26 @@ void cpu_fill(const Tensor& dst, double value) {
   LOOM_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
     scalar_t* out = base_ptr<scalar_t>(dst);
     const scalar_t v = static_cast<scalar_t>(value);
-    for_each_offset(dst, [&](int64_t, int64_t o) { out[o] = v; });
+    for_each_pair(dst, dst, "fill_", [&](int64_t o, int64_t) { out[o] = v; });
   });
 }
 
 void cpu_copy(const Tensor& dst, const Tensor& src) {
-  const StridedIndexer in = make_indexer(src, dst.shape(), "copy_");
   LOOM_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
     using out_t = scalar_t;
     out_t* out = base_ptr<out_t>(dst);
     LOOM_DISPATCH_ALL(src.dtype(), "copy_", [&] {
       const scalar_t* from = base_ptr<scalar_t>(src);
-      for_each_offset(dst, [&](int64_t i, int64_t o) { out[o] = static_cast<out_t>(from[in(i)]); });
+      for_each_pair(dst, src, "copy_", [&](int64_t o, int64_t s) { out[o] = static_cast<out_t>(from[s]); });
     });
   });
 }
 
 void cpu_accumulate(const Tensor& dst, const Tensor& src) {
-  const StridedIndexer in = make_indexer(src, dst.shape(), "accumulate");
   LOOM_DISPATCH_ALL(dst.dtype(), "accumulate", [&] {
     scalar_t* out = base_ptr<scalar_t>(dst);
     const scalar_t* from = base_ptr<scalar_t>(src);
-    for_each_offset(dst, [&](int64_t i, int64_t o) { out[o] += from[in(i)]; });
+    for_each_pair(dst, src, "accumulate", [&](int64_t o, int64_t s) { out[o] += from[s]; });
   });
 }
 

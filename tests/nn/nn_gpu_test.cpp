@@ -15,8 +15,9 @@ ModulePtr cuda_twin(const Module& model) {
 }
 
 // Runs BCE-with-logits forward and backward on both models and compares the outputs and every
-// parameter's gradient (float32, relative tolerance around 1e-4: TF32 is off in loom's conv).
+// parameter's gradient (float32, relative tolerance around 1e-4: TF32 is turned off in conv).
 void expect_parity(Module& cpu, Module& gpu, const Tensor& x, const Tensor& labels) {
+  const ConvTf32Scope full_float32(false);
   const Tensor out_cpu = cpu.forward(x);
   const Tensor out_gpu = gpu.forward(x.to(kCUDA));
   EXPECT_TRUE(out_gpu.is_cuda());
@@ -73,6 +74,7 @@ TEST(NnGpu, ResNet18TrainingModeParity) {
   expect_parity(*cpu, *gpu, small, batch.labels);
   cpu->eval();
   gpu->eval();
+  const ConvTf32Scope full_float32(false);
   EXPECT_TENSOR_NEAR(gpu->forward(small.to(kCUDA)).cpu(), cpu->forward(small), 1e-4, 1e-3);
 }
 

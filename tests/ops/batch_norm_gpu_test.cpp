@@ -9,7 +9,8 @@ using testing::expect_cuda_parity;
 
 TEST(BatchNormCuda, MatchesTheCpu) {
   LOOM_REQUIRE_CUDA();
-  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{32, 7}, Shape{2, 3, 5, 5}}) {
+  // {16, 3, 24, 24}: 9216 elements per channel, summed in several chunks per channel.
+  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{32, 7}, Shape{2, 3, 5, 5}, Shape{16, 3, 24, 24}}) {
     Generator gen(shape[1]);
     const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
     const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);

@@ -11,10 +11,12 @@ namespace loom::testing {
 
 // Runs f on CPU leaves holding `values` and on CUDA leaves holding the same values, then
 // backward from a random weighting of the output; EXPECTs the outputs and every input's
-// gradient to agree within atol + rtol * |cpu|.
+// gradient to agree within atol + rtol * |cpu|. Convolutions run in full float32 (no TF32),
+// which these tolerances assume.
 inline void expect_cuda_parity(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                                const std::vector<Tensor>& values, double atol = 1e-4,
                                double rtol = 1e-4) {
+  const ConvTf32Scope full_float32(false);
   std::vector<Tensor> cpu, gpu;
   for (const Tensor& v : values) {
     cpu.push_back(v.clone().set_requires_grad(true));

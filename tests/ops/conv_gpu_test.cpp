@@ -1,5 +1,6 @@
 // conv2d on cuDNN: CPU/CUDA parity of forward and all gradients over strides, paddings
-// (including Keras' asymmetric 'same'), dilation and 1x1 kernels; the algorithm cache; float64.
+// (including Keras' asymmetric 'same'), dilation and 1x1 kernels, in full float32; TF32
+// results within TF32's tolerance; the algorithm cache; float64.
 #include "cnn_parity.h"
 
 namespace loom {
@@ -24,6 +25,8 @@ TEST(Conv2dCuda, MatchesTheCpu) {
       {{2, 2, 6, 6}, {3, 2, 2, 2}, Conv2dOptions().padding(Padding::Same)},            // asymmetric
       {{2, 8, 5, 5}, {6, 8, 1, 1}, Conv2dOptions()},
       {{4, 16, 16, 16}, {32, 16, 3, 3}, Conv2dOptions().padding(1)},
+      // 12800 outputs per channel: the bias gradient is summed in several chunks per channel.
+      {{8, 3, 40, 40}, {4, 3, 3, 3}, Conv2dOptions().padding(1)},
   };
   uint64_t seed = 1;
   for (const GpuCase& c : cases) {
@@ -39,6 +42,50 @@ TEST(Conv2dCuda, MatchesTheCpu) {
     expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
                        {x, w}, 5e-4, 1e-4);
   }
+}
+
+TEST(Conv2dCuda, Tf32IsOnByDefaultAndScoped) {
+  EXPECT_TRUE(conv_allow_tf32());
+  {
+    const ConvTf32Scope off(false);
+    EXPECT_FALSE(conv_allow_tf32());
+    {
+      const ConvTf32Scope on(true);
+      EXPECT_TRUE(conv_allow_tf32());
+    }
+    EXPECT_FALSE(conv_allow_tf32());
+  }
+  EXPECT_TRUE(conv_allow_tf32());
+}
+
+// With TF32 allowed, outputs and gradients of a 576-term convolution stay within ~1e-2 of
+// the float64 CPU result, measured against the result's largest magnitude (TF32 keeps 10
+// mantissa bits: ~5e-4 relative per product).
+TEST(Conv2dCuda, Tf32ResultsAreWithinTf32Tolerance) {
+  LOOM_REQUIRE_CUDA();
+  const ConvTf32Scope tf32(true);
+  Generator gen(6);
+  const Tensor x = randn({4, 64, 12, 12}, kFloat64, &gen), w = uniform({32, 64, 3, 3}, -0.5, 0.5, kFloat64, &gen);
+  const Tensor b = randn({32}, kFloat64, &gen);
+  const Conv2dOptions opt = Conv2dOptions().padding(1);
+  Tensor xc = x.clone().set_requires_grad(true), wc = w.clone().set_requires_grad(true);
+  Tensor bc = b.clone().set_requires_grad(true);
+  Tensor xg = x.to(kFloat32).cuda().set_requires_grad(true), wg = w.to(kFloat32).cuda().set_requires_grad(true);
+  Tensor bg = b.to(kFloat32).cuda().set_requires_grad(true);
+  const Tensor y_cpu = conv2d(xc, wc, bc, opt), y_gpu = conv2d(xg, wg, bg, opt);
+  const Tensor dy = randn(y_cpu.shape(), kFloat64, &gen);
+  y_cpu.backward(dy);
+  y_gpu.backward(dy.to(kFloat32).cuda());
+  const auto expect_close = [](const Tensor& got, const Tensor& want, const char* what) {
+    const double scale = max(abs(want)).item<double>();
+    ASSERT_GT(scale, 0.0) << what;
+    const std::string problem = testing::compare(got.cpu().to(kFloat64), want, 1e-2 * scale, 1e-2);
+    EXPECT_TRUE(problem.empty()) << what << ": " << problem;
+  };
+  expect_close(y_gpu, y_cpu, "output");
+  expect_close(xg.grad(), xc.grad(), "input gradient");
+  expect_close(wg.grad(), wc.grad(), "weight gradient");
+  expect_close(bg.grad(), bc.grad(), "bias gradient");
 }
 
 TEST(Conv2dCuda, Float64MatchesTheCpu) {

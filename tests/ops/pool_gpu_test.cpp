@@ -1,5 +1,5 @@
-// Pooling on CUDA: CPU/CUDA parity of forward and backward for max, average (both padding
-// counts), adaptive and global average pooling.
+// Pooling on CUDA: CPU/CUDA parity of forward and backward for max (overlapping and
+// non-overlapping windows), average (both padding counts), adaptive and global average pooling.
 #include "cnn_parity.h"
 
 namespace loom {
@@ -17,6 +17,10 @@ TEST(Pool2dCuda, MatchesTheCpu) {
       {{2, 3, 8, 8}, 2, 2, 0},        {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
       {{2, 4, 9, 7}, 3, 1, 1},        {{3, 32, 21, 21}, 2, 2, 0},
       {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
+      // Windows that cannot overlap (max pooling's scatter backward): exact cover, gaps
+      // between windows, padding, and uncovered trailing rows/columns.
+      {{4, 8, 62, 62}, 2, 2, 0},      {{2, 3, 10, 11}, 2, 3, 1},
+      {{2, 4, 9, 9}, 3, 3, 1},        {{1, 2, 9, 7}, {3, 2}, {3, 2}, 0},
   };
   uint64_t seed = 10;
   for (const Case& c : cases) {

@@ -56,6 +56,34 @@ TEST(CudaTensor, AccumulateMatchesTheCpu) {
   EXPECT_EQ(da.cpu().to_vector<float>(), ca.to_vector<float>());
 }
 
+// Contiguous same-shape tensors take the flat fast paths: float4 accesses when 16-byte aligned
+// (sizes with a tail of 1 to 3), scalar ones at an odd offset, and the other dtypes.
+TEST(CudaTensor, ContiguousAccumulateAndFillMatchALoop) {
+  LOOM_REQUIRE_CUDA();
+  Generator gen(8);
+  for (int64_t n : {int64_t(1), int64_t(4), int64_t(4099), int64_t(70001)}) {
+    for (int64_t offset : {int64_t(0), int64_t(1)}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(offset));
+      const Tensor a = randn({n + offset}, kFloat32, &gen), b = randn({n + offset}, kFloat32, &gen);
+      const std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>();
+      Tensor da = a.cuda().narrow(0, offset, n);
+      detail::accumulate(da, b.cuda().narrow(0, offset, n));
+      const std::vector<float> got = da.cpu().to_vector<float>();
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], va[i + offset] + vb[i + offset]) << i;
+      da.fill_(-2.5);
+      for (float v : da.cpu().to_vector<float>()) ASSERT_EQ(v, -2.5f);
+    }
+  }
+  Tensor i64 = randint(-1000, 1000, {1001}, TensorOptions(kInt64).device(kCUDA), &gen);
+  const std::vector<int64_t> before = i64.cpu().to_vector<int64_t>();
+  detail::accumulate(i64, i64.clone());
+  const std::vector<int64_t> doubled = i64.cpu().to_vector<int64_t>();
+  for (size_t i = 0; i < before.size(); ++i) ASSERT_EQ(doubled[i], 2 * before[i]) << i;
+  Tensor f64 = zeros({33}, TensorOptions(kFloat64).device(kCUDA));
+  f64.fill_(0.125);
+  for (double v : f64.cpu().to_vector<double>()) ASSERT_EQ(v, 0.125);
+}
+
 TEST(CudaAllocator, ReusesBlocksInSteadyState) {
   LOOM_REQUIRE_CUDA();
   cuda::synchronize(0);

@@ -1,7 +1,12 @@
-// batch_norm on CUDA: one block per channel for the sums (reduced in double through shared
-// memory, in a fixed order, so results are deterministic), elementwise kernels for the rest,
-// all by the shared rules of batch_norm_kernels.h.
+// batch_norm on CUDA: per-channel sums by channel_reduce.cuh (chunks of each channel reduced
+// in double by separate blocks, then combined in a fixed order: deterministic, and the GPU is
+// filled even for 64 channels), elementwise kernels for the rest, all by the shared rules of
+// batch_norm_kernels.h. Each sum pass fuses both of its terms (sum x and sum x^2; sum dy and
+// sum dy * (x - mean)) into one read of the data.
+#include <limits>
+
 #include "ops/batch_norm_kernels.h"
+#include "ops/cuda/channel_reduce.cuh"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/runtime.h"
 
@@ -13,6 +18,11 @@ constexpr int kThreads = 256;
 
 int64_t blocks_for(int64_t n) { return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32); }
 
+// 32-bit element indices (cheaper channel_of divisions) when i + the grid stride fits.
+bool fits_int32(int64_t n) {
+  return n + 65535LL * 32 * kThreads < std::numeric_limits<int32_t>::max();
+}
+
 template <typename T>
 T* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
@@ -20,26 +30,7 @@ T* ptr_or_null(const Tensor& t) {
 
 cudaStream_t stream_of(const Tensor& t) { return cuda::current_stream(t.device().index); }
 
-// Block c: term(i, c, a, b) over channel c's elements, then finish(c, a, b) in thread 0.
-template <typename Term, typename Finish>
-__global__ void channel_reduce_kernel(BnGeometry g, Term term, Finish finish) {
-  __shared__ double shared_a[kThreads], shared_b[kThreads];
-  const int64_t c = blockIdx.x;
-  const int tid = threadIdx.x;
-  double a = 0.0, b = 0.0;
-  const int64_t m = g.n * g.inner;
-  for (int64_t j = tid; j < m; j += blockDim.x) {
-    const int64_t n = j / g.inner, k = j % g.inner;
-    term((n * g.c + c) * g.inner + k, c, a, b);
-  }
-  shared_a[tid] = a, shared_b[tid] = b;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (tid < stride) shared_a[tid] += shared_a[tid + stride], shared_b[tid] += shared_b[tid + stride];
-    __syncthreads();
-  }
-  if (tid == 0) finish(c, shared_a[0], shared_b[0]);
-}
+ChannelLayout layout(const BnGeometry& g) { return {g.n, g.c, g.inner}; }
 
 template <typename T>
 struct MomentsTerm {
@@ -93,19 +84,26 @@ __global__ void eval_stats_kernel(const T* running_mean, const T* running_var, d
   }
 }
 
-template <typename T>
-__global__ void apply_kernel(const T* x, BnChannels<T> ch, BnGeometry g, T* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    out[i] = bn_apply_at(ch, g.channel_of(i), x[i]);
+template <typename I>
+__device__ __forceinline__ I channel_at(I i, I inner, I channels) {
+  return (i / inner) % channels;
+}
+
+template <typename I, typename T>
+__global__ void apply_kernel(const T* x, BnChannels<T> ch, BnGeometry g, T* out, I n) {
+  const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
+    out[i] = bn_apply_at(ch, channel_at(i, inner, channels), x[i]);
   }
 }
 
-template <typename T>
+template <typename I, typename T>
 __global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<T> ch, BnGeometry g,
                                   const double* sum_dy, const double* sum_dy_xmu, bool training, T* dx,
-                                  int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = g.channel_of(i);
+                                  I n) {
+  const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
+    const I c = channel_at(i, inner, channels);
     dx[i] = bn_grad_input_at(ch, c, x[i], dy[i], sum_dy[c], sum_dy_xmu[c], g.count(), training);
   }
 }
@@ -122,9 +120,8 @@ void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& m
     finish.ch.running_mean = ptr_or_null<scalar_t>(running_mean);
     finish.ch.running_var = ptr_or_null<scalar_t>(running_var);
     finish.count = g.count(), finish.momentum = momentum, finish.eps = eps;
-    channel_reduce_kernel<<<g.c, kThreads, 0, stream_of(x)>>>(g, MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()},
-                                                              finish);
-    LOOM_CUDA_KERNEL_CHECK();
+    channel_reduce(layout(g), MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()}, finish, x.device().index,
+                   stream_of(x));
   });
 }
 
@@ -149,8 +146,13 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
     BnChannels<scalar_t> ch;
     ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
     ch.weight = ptr_or_null<scalar_t>(weight), ch.bias = ptr_or_null<scalar_t>(bias);
-    apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
-                                                                out.data_ptr<scalar_t>(), n);
+    if (fits_int32(n)) {
+      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
+                                                                  out.data_ptr<scalar_t>(), static_cast<int32_t>(n));
+    } else {
+      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
+                                                                  out.data_ptr<scalar_t>(), n);
+    }
     LOOM_CUDA_KERNEL_CHECK();
   });
 }
@@ -172,13 +174,19 @@ void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometr
     const GradTerm<scalar_t> term{x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch.mean};
     const GradFinish<scalar_t> finish{ch.invstd, sum_dy, sum_dy_xmu, ptr_or_null<scalar_t>(grad_weight),
                                       ptr_or_null<scalar_t>(grad_bias)};
-    channel_reduce_kernel<<<g.c, kThreads, 0, stream_of(x)>>>(g, term, finish);
-    LOOM_CUDA_KERNEL_CHECK();
+    channel_reduce(layout(g), term, finish, x.device().index, stream_of(x));
     if (!grad_input.defined()) return;
-    grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-        x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch, g, sum_dy, sum_dy_xmu, training,
-        grad_input.data_ptr<scalar_t>(), n);
-    LOOM_CUDA_KERNEL_CHECK();
+    auto launch = [&](auto count) {
+      grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+          x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch, g, sum_dy, sum_dy_xmu, training,
+          grad_input.data_ptr<scalar_t>(), count);
+      LOOM_CUDA_KERNEL_CHECK();
+    };
+    if (fits_int32(n)) {
+      launch(static_cast<int32_t>(n));
+    } else {
+      launch(n);
+    }
   });
 }
 

@@ -1,6 +1,9 @@
-// conv2d on cuDNN: forward, backward data, backward filter and bias. Each pass's algorithm is
-// chosen once per (shapes, dtype, geometry, determinism) from cuDNN's heuristics and cached
-// with its workspace size; workspaces come from the caching allocator.
+// conv2d on cuDNN: forward, backward data and backward filter; the bias gradient is loom's own
+// per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass's
+// algorithm is chosen once per (shapes, dtype, geometry, determinism, TF32 permission) from
+// cuDNN's ranked heuristics, allowing workspaces up to a limit, and cached with its math type
+// and workspace size; workspaces come from the caching allocator.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <map>
@@ -8,6 +11,7 @@
 
 #include "ops/conv.h"
 #include "ops/conv_kernels.h"
+#include "ops/cuda/channel_reduce.cuh"
 #include "ops/cuda/cudnn_handle.h"
 #include "tensor/cuda/runtime.h"
 
@@ -21,8 +25,20 @@ using AlgoKey = std::array<int64_t, 18>;
 
 struct AlgoChoice {
   int algo = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace = 0;
 };
+
+constexpr size_t kMaxWorkspace = size_t(1) << 30;
+
+// The most workspace an algorithm may ask for: 1 GiB, or half the device's free memory when
+// that is less (the caching allocator may still hold much more in reusable blocks).
+size_t workspace_limit(int device) {
+  size_t free_bytes = 0, total_bytes = 0;
+  LOOM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  (void)device;  // cudaMemGetInfo reports the current device, set by the caller's DeviceGuard
+  return std::min(kMaxWorkspace, free_bytes / 2);
+}
 
 std::atomic<int64_t> g_searches{0};
 
@@ -40,21 +56,31 @@ AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
   return choice;
 }
 
-// The fastest heuristic result that ran, is deterministic when asked, and uses no tensor-op
-// (TF32) math, which would cost float32 accuracy.
+bool is_tensor_op(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The best-ranked heuristic result that is supported, deterministic when asked, within the
+// workspace limit, and (unless TF32 is allowed) not a tensor-op algorithm. The second round
+// only guards against heuristics that label every result with a tensor-op math type or want
+// more workspace than the limit: the descriptor's math type set from allow_tf32 then governs
+// execution.
 template <typename Perf>
-int pick(const Perf* results, int count, const char* pass) {
+AlgoChoice pick(const Perf* results, int count, const char* pass, bool allow_tf32, size_t limit) {
   const bool need_deterministic = deterministic();
-  // The descriptor's FMA math governs execution; the second round only guards against
-  // heuristics that label every result with a tensor-op math type.
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < count; ++i) {
       const Perf& r = results[i];
       if (r.status != CUDNN_STATUS_SUCCESS) continue;
       if (need_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-      const bool tensor_op = r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      if (round == 0 && tensor_op) continue;
-      return static_cast<int>(r.algo);
+      if (round == 0 && ((!allow_tf32 && is_tensor_op(r.mathType)) || r.memory > limit)) continue;
+      AlgoChoice c;
+      c.algo = static_cast<int>(r.algo);
+      // Conversion math could run float32 data in fp16: TF32 tensor-op math is as far as it goes.
+      c.math = !allow_tf32 ? CUDNN_FMA_MATH
+               : r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? CUDNN_TENSOR_OP_MATH
+                                                                      : r.mathType;
+      return c;
     }
   }
   LOOM_FAIL("conv2d: cuDNN offers no usable ", pass, " algorithm",
@@ -92,11 +118,13 @@ struct CudnnConv {
   cuda::FilterDescriptor w;
   cuda::ConvolutionDescriptor conv;
   ConvGeometry s;
+  bool allow_tf32;  // TF32 applies to float32 data only
 
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
       : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w),
         y(dt, geo.n, geo.o, geo.oh, geo.ow), w(dt, geo.o, geo.c, geo.kh, geo.kw),
-        conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo) {
+        conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo),
+        allow_tf32(dt == kFloat32 && conv_allow_tf32()) {
     int n = 0, c = 0, h = 0, wd = 0;
     LOOM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &c, &h, &wd));
     LOOM_ASSERT(n == geo.n && c == geo.o && h == geo.oh && wd == geo.ow, "cuDNN output ", h, "x", wd,
@@ -106,7 +134,18 @@ struct CudnnConv {
   AlgoKey key(Pass pass) const {
     return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
             s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, 0};
+            s.dil_h, s.dil_w, allow_tf32 ? 1 : 0};
+  }
+
+  // The math type the heuristics see: tensor-op math lets them offer TF32 algorithms.
+  void prepare_search() const {
+    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  }
+
+  // Sets the descriptor to the math type `choice` runs with (before its workspace query and
+  // before every call that uses it).
+  void use(const AlgoChoice& choice) const {
+    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), choice.math));
   }
 
   Tensor workspace(size_t bytes) const {
@@ -118,10 +157,11 @@ struct CudnnConv {
     return cached_algorithm(key(Pass::Forward), [&] {
       cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int count = 0;
+      prepare_search();
       LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      AlgoChoice c;
-      c.algo = pick(results, count, "forward");
+      AlgoChoice c = pick(results, count, "forward", allow_tf32, workspace_limit(device));
+      use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
           handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
           &c.workspace));
@@ -133,11 +173,12 @@ struct CudnnConv {
     return cached_algorithm(key(Pass::BackwardData), [&] {
       cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
+      prepare_search();
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
           results));
-      AlgoChoice c;
-      c.algo = pick(results, count, "backward-data");
+      AlgoChoice c = pick(results, count, "backward-data", allow_tf32, workspace_limit(device));
+      use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
           handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
           &c.workspace));
@@ -149,11 +190,12 @@ struct CudnnConv {
     return cached_algorithm(key(Pass::BackwardFilter), [&] {
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
+      prepare_search();
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
           results));
-      AlgoChoice c;
-      c.algo = pick(results, count, "backward-filter");
+      AlgoChoice c = pick(results, count, "backward-filter", allow_tf32, workspace_limit(device));
+      use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
           handle, x.get(), y.get(), conv.get(), w.get(),
           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), &c.workspace));
@@ -163,6 +205,29 @@ struct CudnnConv {
 };
 
 void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
+
+template <typename T>
+struct SumTerm {
+  const T* dy;
+  __device__ void operator()(int64_t i, int64_t, double& a, double&) const { a += dy[i]; }
+};
+
+template <typename T>
+struct StoreSum {
+  T* out;
+  __device__ void operator()(int64_t c, double a, double) const { out[c] = static_cast<T>(a); }
+};
+
+// grad_bias[o] = sum of dy[:, o, :, :], summed in double.
+Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
+  Tensor out = empty({g.o}, dy.options());
+  const int device = dy.device().index;
+  LOOM_DISPATCH_FLOATING(dy.dtype(), "conv2d backward", [&] {
+    channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow}, SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
+                   StoreSum<scalar_t>{out.data_ptr<scalar_t>()}, device, cuda::current_stream(device));
+  });
+  return out;
+}
 
 }  // namespace
 
@@ -177,6 +242,7 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options());
   const CudnnConv c(s, x.dtype(), device);
   const AlgoChoice algo = c.forward_algorithm();
+  c.use(algo);
   const Tensor ws = c.workspace(algo.workspace);
   LOOM_CUDNN_CHECK(cudnnConvolutionForward(
       c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
@@ -201,16 +267,12 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   const void* one = cuda::cudnn_one(c.dtype);
   const void* zero = cuda::cudnn_zero(c.dtype);
   ConvGrads grads;
-  if (need_bias) {
-    grads.bias = empty({g.o}, x.options());
-    const cuda::TensorDescriptor b(x.dtype(), 1, g.o, 1, 1);
-    LOOM_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.handle, one, c.y.get(), grad_out.raw_data(), zero,
-                                                  b.get(), grads.bias.raw_data()));
-  }
+  if (need_bias) grads.bias = bias_grad(grad_out, g);
   if (need_weight) {
     grads.weight = empty(weight.shape(), weight.options());
     const Tensor xs = extra ? pad_extra(x, g, s) : x;
     const AlgoChoice algo = c.backward_filter_algorithm();
+    c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
@@ -220,6 +282,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   if (need_input) {
     Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options());
     const AlgoChoice algo = c.backward_data_algorithm();
+    c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(
         c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),

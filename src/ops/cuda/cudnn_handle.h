@@ -49,8 +49,8 @@ class FilterDescriptor {
   cudnnFilterDescriptor_t desc_ = nullptr;
 };
 
-// Cross-correlation with symmetric padding, computed in the data's precision with FMA math
-// only (no TF32), so float results match the CPU to ~1e-6 relative.
+// Cross-correlation with symmetric padding, created with FMA math only (no TF32), so float
+// results match the CPU to ~1e-6 relative; conv.cu switches the math type when TF32 is allowed.
 class ConvolutionDescriptor {
  public:
   ConvolutionDescriptor(DType dtype, int64_t pad_h, int64_t pad_w, int64_t stride_h,

@@ -1,7 +1,11 @@
 // The CUDA kernel of every elementwise op: a grid-stride loop over the output on the current
 // stream of the output's device. Dense operands index directly; broadcast or strided ones go
-// through a StridedIndexer (see ops/kernels/elementwise_launch.h).
+// through a StridedIndexer (see ops/kernels/elementwise_launch.h). Each thread computes kUnroll
+// elements (a block-width apart, so accesses stay coalesced) before storing any, which keeps
+// several loads in flight per thread; the loop counts in 32 bits when the size allows.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include "ops/kernels/elementwise_launch.h"
 #include "tensor/cuda/check.h"
@@ -18,12 +22,29 @@ int64_t blocks_for(int64_t n) {
   return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32);
 }
 
-template <typename F, typename Out, typename... Operands>
-__global__ void elementwise_kernel(F f, Out* out, int64_t n, Operands... operands) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += stride) {
-    out[i] = f(operands[i]...);
+constexpr int kUnroll = 4;
+
+template <typename I, typename F, typename Out, typename... Operands>
+__global__ void elementwise_kernel(F f, Out* out, I n, Operands... operands) {
+  const I stride = I(gridDim.x) * I(blockDim.x) * kUnroll;
+  for (I base = blockIdx.x * I(blockDim.x) * kUnroll + threadIdx.x; base < n; base += stride) {
+    Out results[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const I i = base + u * I(blockDim.x);
+      if (i < n) results[u] = f(operands[i]...);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const I i = base + u * I(blockDim.x);
+      if (i < n) out[i] = results[u];
+    }
   }
+}
+
+// Whether indices up to n plus one grid stride (of `blocks` blocks) fit in 32 bits.
+bool fits_int32(int64_t n, int64_t blocks) {
+  return n + blocks * kThreads * kUnroll < std::numeric_limits<int32_t>::max();
 }
 
 }  // namespace
@@ -35,8 +56,13 @@ void cuda_elementwise(ElementwiseOp op, const char* name, const Tensor& out,
   cudaStream_t stream = cuda::current_stream(device);
   launch_elementwise(op, name, out, inputs, params,
                      [&](const auto& f, auto* out_data, int64_t n, const auto&... operands) {
-                       elementwise_kernel<<<blocks_for(n), kThreads, 0, stream>>>(f, out_data, n,
-                                                                                  operands...);
+                       const int64_t blocks = blocks_for((n + kUnroll - 1) / kUnroll);
+                       if (fits_int32(n, blocks)) {
+                         elementwise_kernel<<<blocks, kThreads, 0, stream>>>(
+                             f, out_data, static_cast<int32_t>(n), operands...);
+                       } else {
+                         elementwise_kernel<<<blocks, kThreads, 0, stream>>>(f, out_data, n, operands...);
+                       }
                        LOOM_CUDA_KERNEL_CHECK();
                      });
 }

@@ -1,6 +1,8 @@
 // Multi-tensor launches for the fused optimizer kernels: the addresses and sizes of many
-// tensors travel in the kernel's parameter struct, and each block takes one fixed-size chunk
-// of one tensor, so one launch updates up to a few dozen tensors (or 20M elements) at once.
+// tensors travel in the kernel's parameter struct, listed in fixed-size chunks, so one launch
+// updates up to a few dozen tensors (or 20M elements) at once. Each chunk is split among
+// several blocks, so that even a model of a few hundred thousand parameters fills the GPU
+// while the chunk list (and so the number of launches) stays short.
 #pragma once
 
 #include <array>
@@ -12,8 +14,10 @@
 
 namespace loom::optim::detail {
 
-constexpr int kChunkSize = 65536;       // elements per block
-constexpr int kChunkThreads = 512;      // threads per block, each striding over the chunk
+constexpr int kChunkSize = 65536;       // elements per listed chunk
+constexpr int kBlockSpan = 8192;        // elements per block: a chunk is kChunkSize / kBlockSpan blocks
+constexpr int kBlocksPerChunk = kChunkSize / kBlockSpan;
+constexpr int kChunkThreads = 512;      // threads per block, each striding over the block's span
 constexpr int kMaxChunksPerLaunch = 320;
 
 // Tensors per launch for `Depth` lists, sized so the struct stays under the classic 4 KiB
@@ -32,17 +36,22 @@ static_assert(sizeof(TensorListMeta<1>) < 4000 && sizeof(TensorListMeta<2>) < 40
                   sizeof(TensorListMeta<3>) < 4000 && sizeof(TensorListMeta<4>) < 4000,
               "kernel parameters must fit in 4 KiB");
 
-// The block's chunk: where it starts in its tensor and how many elements it holds.
+// The block's span: where it starts in its tensor and how many elements it holds (none, n <= 0,
+// for the blocks past the end of a tensor's last chunk). Block b covers span b % kBlocksPerChunk
+// of listed chunk b / kBlocksPerChunk.
 template <int Depth>
 __device__ __forceinline__ int64_t chunk_start(const TensorListMeta<Depth>& meta, int& tensor, int64_t& n) {
-  tensor = meta.chunk_tensor[blockIdx.x];
-  const int64_t start = static_cast<int64_t>(meta.chunk_index[blockIdx.x]) * kChunkSize;
+  const int chunk = blockIdx.x / kBlocksPerChunk, span = blockIdx.x % kBlocksPerChunk;
+  tensor = meta.chunk_tensor[chunk];
+  const int64_t start = static_cast<int64_t>(meta.chunk_index[chunk]) * kChunkSize +
+                        static_cast<int64_t>(span) * kBlockSpan;
   n = meta.sizes[tensor] - start;
-  if (n > kChunkSize) n = kChunkSize;
+  if (n > kBlockSpan) n = kBlockSpan;
   return start;
 }
 
-// Calls launch(meta, blocks, stream) as often as the lists need: lists[d][t] is tensor t of
+// Calls launch(meta, blocks, stream) as often as the lists need (blocks: the grid size, already
+// kBlocksPerChunk per listed chunk): lists[d][t] is tensor t of
 // list d; all contiguous, same device and dtype, list d's tensor t shaped like list 0's.
 template <int Depth, typename Launch>
 void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lists, Launch&& launch) {
@@ -52,7 +61,7 @@ void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lis
   cuda::DeviceGuard guard(device);
   cudaStream_t stream = cuda::current_stream(device);
   TensorListMeta<Depth> meta;
-  int tensors = 0, blocks = 0;
+  int tensors = 0, listed = 0;  // tensors and chunks in meta
   for (size_t t = 0; t < first.size(); ++t) {
     const int64_t size = first[t].numel();
     if (size == 0) continue;
@@ -61,15 +70,15 @@ void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lis
     meta.sizes[slot] = size;
     const int64_t chunks = (size + kChunkSize - 1) / kChunkSize;
     for (int64_t c = 0; c < chunks; ++c) {
-      meta.chunk_tensor[blocks] = static_cast<unsigned char>(slot);
-      meta.chunk_index[blocks] = static_cast<int>(c);
-      ++blocks;
+      meta.chunk_tensor[listed] = static_cast<unsigned char>(slot);
+      meta.chunk_index[listed] = static_cast<int>(c);
+      ++listed;
       const bool last_chunk = c + 1 == chunks;
-      if (blocks == kMaxChunksPerLaunch || (last_chunk && tensors == kMaxTensors<Depth>)) {
-        launch(meta, blocks, stream);
+      if (listed == kMaxChunksPerLaunch || (last_chunk && tensors == kMaxTensors<Depth>)) {
+        launch(meta, listed * kBlocksPerChunk, stream);
         LOOM_CUDA_KERNEL_CHECK();
         count_fused_launch();
-        blocks = 0;
+        listed = 0;
         if (last_chunk) {
           tensors = 0;
         } else {  // the tensor goes on in the next launch, as its first entry
@@ -81,8 +90,8 @@ void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lis
       }
     }
   }
-  if (blocks > 0) {
-    launch(meta, blocks, stream);
+  if (listed > 0) {
+    launch(meta, listed * kBlocksPerChunk, stream);
     LOOM_CUDA_KERNEL_CHECK();
     count_fused_launch();
   }
