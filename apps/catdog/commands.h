@@ -19,6 +19,11 @@ struct TrainArgs {
   double lr = 1e-3;
   int64_t image_size = 64;
   std::string augment = "keras";
+  // nearest | bilinear | area (data::Interpolation). The accuracy figures' reference pipeline
+  // (PyTorch + torchvision) resizes bilinearly; nearest is Keras' load_img default.
+  std::string resize = "bilinear";
+  double weight_decay = 0.0;   // 0: Adam; > 0: AdamW with this decoupled decay
+  std::string lr_schedule;     // constant | cosine; empty: cosine for resnet18, else constant
   std::string device;          // empty: cuda when available, else cpu
   uint64_t seed = 0;
   std::string out = "catdog.safetensors";

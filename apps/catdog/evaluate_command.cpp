@@ -14,7 +14,7 @@ int run_evaluate(const EvaluateArgs& args) {
   const io::Preprocessing& prep = loaded.preprocessing;
   const std::optional<DataSplit> split = split_of(args.data);
   const std::string dir = split ? split->val_dir : args.data;
-  ImageSet set = load_image_set(dir, prep.height, prep.width, args.workers);
+  ImageSet set = load_image_set(dir, prep, args.workers);
   LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders do not match the classes "
              "the model ", args.model, " was trained on");
   data::DataLoader loader(*set.images, eval_loader_options(prep, args.batch_size, device, args.workers));

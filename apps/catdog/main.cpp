@@ -25,6 +25,15 @@ int main(int argc, char** argv) {
   train->add_option("--image-size", t.image_size)->check(CLI::Range(int64_t{8}, int64_t{1024}))->capture_default_str();
   train->add_option("--augment", t.augment, "keras (the seed's shear, zoom, flip) or none")
       ->check(CLI::IsMember({"keras", "none"}))->capture_default_str();
+  train->add_option("--resize", t.resize, "how photographs are resized to the input size (PIL's filters): "
+                    "bilinear (antialiased, as torchvision's Resize in the accuracy figures' reference), "
+                    "nearest (exactly Keras' load_img) or area; recorded in the model file")
+      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))->capture_default_str();
+  train->add_option("--weight-decay", t.weight_decay, "0: Adam; W > 0: AdamW with decoupled weight decay W")
+      ->check(CLI::Range(0.0, 1e3))->capture_default_str();
+  train->add_option("--lr-schedule", t.lr_schedule, "constant or cosine (per epoch, to 0 at the end); "
+                    "default: cosine for resnet18, constant otherwise")
+      ->check(CLI::IsMember({"constant", "cosine"}));
   train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
   train->add_option("--seed", t.seed)->capture_default_str();
   train->add_option("--out", t.out, "the model file written at the end")->capture_default_str();

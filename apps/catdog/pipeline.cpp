@@ -20,10 +20,18 @@ Device parse_device(const std::string& spec) {
   return device;
 }
 
-ImageSet load_image_set(const std::string& dir, int64_t height, int64_t width, int threads) {
+data::DecodeOptions decode_options(const io::Preprocessing& p) {
+  data::DecodeOptions o;
+  o.height = p.height;
+  o.width = p.width;
+  o.interpolation = p.interpolation;
+  o.dct_scaling = false;
+  return o;
+}
+
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads) {
   data::ImageFolderOptions options;
-  options.decode.height = height;
-  options.decode.width = width;
+  options.decode = decode_options(p);
   options.on_bad_input = data::OnBadInput::Throw;  // an empty class folder is a user mistake
   ImageSet set;
   set.folder = std::make_unique<data::ImageFolder>(dir, options);

@@ -10,14 +10,20 @@
 
 namespace loom::catdog {
 
-// A folder of class folders decoded once at the model's input size (later epochs decode
-// nothing). An empty class folder or a folder without images is an error naming it.
+// How a photograph becomes a model input of `p`: its size and interpolation, and a JPEG decoded
+// at full size as PIL does (no libjpeg DCT down-scaling, which would low-pass the image before
+// the resize), so that --resize nearest gives exactly Keras' load_img and bilinear
+// torchvision's antialiased Resize.
+data::DecodeOptions decode_options(const io::Preprocessing& p);
+
+// A folder of class folders decoded once with decode_options(p) (later epochs decode nothing).
+// An empty class folder or a folder without images is an error naming it.
 struct ImageSet {
   std::unique_ptr<data::ImageFolder> folder;
   std::unique_ptr<data::InMemoryDataset> images;
   const std::vector<std::string>& classes() const { return folder->classes(); }
 };
-ImageSet load_image_set(const std::string& dir, int64_t height, int64_t width, int threads);
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads);
 
 // `count` samples of `source` chosen by a seeded permutation (both classes stay represented).
 class Subset : public data::Dataset {

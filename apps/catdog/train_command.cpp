@@ -1,9 +1,11 @@
 // `loom-catdog train`: the seed's recipe (Adam, binary cross-entropy, Keras augmentation) on
-// folders of photographs, with checkpoints, resume, metrics logs and the final model file. When
+// folders of photographs, with the resize, weight decay and LR schedule as flags, with checkpoints, resume, metrics logs and the final model file. When
 // no data was named and none is found, it says what to provide and trains the same library on
 // Fashion-MNIST instead (fashion_fallback.cpp).
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -27,14 +29,65 @@ std::shared_ptr<nn::Module> build_model(const std::string& name, int64_t image_s
   return nn::resnet18(1, nn::Init::PyTorch, &gen);
 }
 
+// --lr-schedule's value, with the model's default when it is not given.
+std::string lr_schedule_of(const TrainArgs& a) {
+  if (!a.lr_schedule.empty()) return a.lr_schedule;
+  return a.model == "resnet18" ? "cosine" : "constant";  // resnet18's recipe decays the LR
+}
+
+// The shortest text that reads back as `v` ("0", "0.01", "5e-05"), for messages and recipes.
+std::string shortest(double v) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
 // The recipe fields a checkpoint must agree with to be resumed by this command.
 std::map<std::string, std::string> recipe(const TrainArgs& a) {
   return {{"model", a.model},
           {"batch_size", std::to_string(a.batch_size)},
           {"image_size", std::to_string(a.image_size)},
           {"augment", a.augment},
+          {"resize", a.resize},
+          {"weight_decay", shortest(a.weight_decay)},
+          {"lr_schedule", lr_schedule_of(a)},
           {"seed", std::to_string(a.seed)},
           {"limit", std::to_string(a.limit)}};
+}
+
+// A checkpoint written before a recipe field existed was made with that field's fixed value
+// then (nearest resizing, plain Adam, the model's schedule); empty for the original fields.
+std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
+  if (key == "resize") return "nearest";
+  if (key == "weight_decay") return "0";
+  if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
+  return "";
+}
+
+// Refuses, before any data is loaded, a checkpoint whose recipe differs from this run's.
+void check_resume_recipe(const TrainArgs& args) {
+  const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
+  for (const auto& [key, value] : recipe(args)) {
+    const auto it = ckpt.state.extra.find(key);
+    const std::string theirs = it != ckpt.state.extra.end() ? it->second : value_before_the_flag(key, args);
+    LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key, " = ",
+               theirs.empty() ? "(none)" : theirs, ", this run has ", value);
+  }
+}
+
+// Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
+void check_train_args(const TrainArgs& a) {
+  LOOM_CHECK(a.augment == "keras" || a.augment == "none", "--augment: expected keras or none, got \"",
+             a.augment, "\"");
+  LOOM_CHECK(io::interpolation_from_name(a.resize).has_value(), "--resize: expected nearest, bilinear "
+             "or area, got \"", a.resize, "\"");
+  LOOM_CHECK(std::isfinite(a.weight_decay) && a.weight_decay >= 0.0, "--weight-decay must be a "
+             "finite number >= 0, got ", a.weight_decay);
+  LOOM_CHECK(a.lr_schedule.empty() || a.lr_schedule == "constant" || a.lr_schedule == "cosine",
+             "--lr-schedule: expected constant or cosine, got \"", a.lr_schedule, "\"");
 }
 
 // Prints each step's loss exactly (hex float) for the resume tests; syncs every step.
@@ -54,6 +107,7 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
 }  // namespace
 
 int run_train(const TrainArgs& args) {
+  check_train_args(args);
   std::optional<DataSplit> split;
   if (!args.data.empty()) {
     split = split_of(args.data);
@@ -67,15 +121,20 @@ int run_train(const TrainArgs& args) {
     }
   }
   const Device device = parse_device(args.device);
+  if (!args.resume.empty()) check_resume_recipe(args);
   if (args.deterministic) set_deterministic(true);
   std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-            << device.str() << "\n";
+            << device.str() << ", resize " << args.resize << ", weight decay " << shortest(args.weight_decay)
+            << ", lr schedule " << lr_schedule_of(args) << "\n";
 
   Generator init_gen(args.seed);
   manual_seed(args.seed);
   auto model = build_model(args.model, args.image_size, init_gen);
-  ImageSet train_set = load_image_set(split->train_dir, args.image_size, args.image_size, args.workers);
-  ImageSet val_set = load_image_set(split->val_dir, args.image_size, args.image_size, args.workers);
+  io::Preprocessing prep;
+  prep.height = prep.width = args.image_size;
+  prep.interpolation = *io::interpolation_from_name(args.resize);
+  ImageSet train_set = load_image_set(split->train_dir, prep, args.workers);
+  ImageSet val_set = load_image_set(split->val_dir, prep, args.workers);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders");
   LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "
@@ -91,38 +150,36 @@ int run_train(const TrainArgs& args) {
   for (const auto& c : train_set.classes()) std::cout << " " << c;
   std::cout << "\n";
 
-  io::Preprocessing prep;
-  prep.height = prep.width = args.image_size;
   prep.class_names = train_set.classes();
   data::DataLoaderOptions train_options;
   train_options.batch_size = args.batch_size;
   train_options.seed = args.seed;
   train_options.num_workers = args.workers;
   train_options.device = device;
-  LOOM_CHECK(args.augment == "keras" || args.augment == "none", "--augment: expected keras or none, "
-             "got \"", args.augment, "\"");
   train_options.augment = args.augment == "keras" ? data::AugmentOptions::keras_seed(args.seed)
                                                   : preprocessing_transform(prep);
   data::DataLoader train_loader(*train_data, train_options);
   data::DataLoader val_loader(*val_set.images, eval_loader_options(prep, 64, device, args.workers));
 
   model->to(device);
-  optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(args.lr));
+  // Plain Adam unless a weight decay is asked for; then AdamW's decoupled decay, whose
+  // strength does not depend on the gradients' scale as Adam's L2 term would.
+  std::unique_ptr<optim::Optimizer> owned_optimizer;
+  const optim::GroupOptions options = optim::GroupOptions().with_lr(args.lr).with_weight_decay(args.weight_decay);
+  if (args.weight_decay > 0.0) {
+    owned_optimizer = std::make_unique<optim::AdamW>(model->parameters(), options);
+  } else {
+    owned_optimizer = std::make_unique<optim::Adam>(model->parameters(), options);
+  }
+  optim::Optimizer& optimizer = *owned_optimizer;
   train::FitOptions fit;
   fit.epochs = args.epochs;
   std::unique_ptr<optim::LRScheduler> schedule;
-  if (args.model == "resnet18") {  // its recipe: Adam with a cosine decay over the run
+  if (lr_schedule_of(args) == "cosine") {  // a cosine decay over the run, stepped per epoch
     schedule = std::make_unique<optim::CosineAnnealingLR>(optimizer, args.epochs);
     fit.callbacks.push_back(std::make_shared<train::LRSchedulerStep>(*schedule));
   }
   if (!args.resume.empty()) {
-    const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
-    for (const auto& [key, value] : recipe(args)) {
-      const auto it = ckpt.state.extra.find(key);
-      LOOM_CHECK(it != ckpt.state.extra.end() && it->second == value, "--resume ", args.resume,
-                 ": the checkpoint was made with ", key, " = ",
-                 it == ckpt.state.extra.end() ? "(none)" : it->second, ", this run has ", value);
-    }
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
     std::cout << "loom-catdog: resuming " << args.resume << " at epoch " << fit.resume->epoch + 1
               << ", step " << fit.resume->step_in_epoch << "\n";

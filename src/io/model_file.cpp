@@ -10,14 +10,28 @@ namespace loom::io {
 using nlohmann::json;
 
 std::string Preprocessing::to_json() const {
-  json j = {{"height", height},   {"width", width},       {"channels", channels},
-            {"rescale", rescale}, {"class_names", class_names}, {"mean", mean},
+  json j = {{"height", height},
+            {"width", width},
+            {"interpolation", data::interpolation_name(interpolation)},
+            {"channels", channels},
+            {"rescale", rescale},
+            {"class_names", class_names},
+            {"mean", mean},
             {"std", std}};
   return j.dump();
 }
 
+std::optional<data::Interpolation> interpolation_from_name(const std::string& name) {
+  for (data::Interpolation i :
+       {data::Interpolation::Nearest, data::Interpolation::Bilinear, data::Interpolation::Area}) {
+    if (name == data::interpolation_name(i)) return i;
+  }
+  return std::nullopt;
+}
+
 Preprocessing Preprocessing::from_json(const std::string& text, const std::string& source) {
   Preprocessing p;
+  std::string interpolation;
   try {
     const json j = json::parse(text);
     p.height = j.at("height").get<int64_t>();
@@ -27,11 +41,16 @@ Preprocessing Preprocessing::from_json(const std::string& text, const std::strin
     p.class_names = j.at("class_names").get<std::vector<std::string>>();
     p.mean = j.value("mean", std::vector<double>{});
     p.std = j.value("std", std::vector<double>{});
+    interpolation = j.value("interpolation", std::string("nearest"));  // older files: nearest
   } catch (const json::exception& e) {
     throw Error(source + ": malformed loom.preprocessing metadata: " + e.what());
   }
   LOOM_CHECK(p.height > 0 && p.width > 0 && p.height <= 65536 && p.width <= 65536, source,
              ": preprocessing input size ", p.height, "x", p.width, " is out of range");
+  const std::optional<data::Interpolation> parsed = interpolation_from_name(interpolation);
+  LOOM_CHECK(parsed.has_value(), source, ": preprocessing interpolation \"", interpolation,
+             "\" is unknown; expected nearest, bilinear or area");
+  p.interpolation = *parsed;
   LOOM_CHECK(p.channels == 1 || p.channels == 3, source, ": preprocessing has ", p.channels,
              " channels; expected 1 or 3");
   LOOM_CHECK(p.mean.size() == p.std.size() && (p.mean.empty() || p.mean.size() == size_t(p.channels)),

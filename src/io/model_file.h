@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "data/resize.h"
 #include "io/safetensors.h"
 #include "nn/module.h"
 
@@ -16,11 +18,16 @@ namespace loom::io {
 
 inline constexpr const char* kFormatVersion = "1";
 
-// What an input goes through before the model sees it: resize to height x width, channels,
-// value * rescale, then (value - mean[c]) / std[c] when mean/std are given.
+// What an input goes through before the model sees it: resize to height x width with
+// `interpolation`, channels, value * rescale, then (value - mean[c]) / std[c] when mean/std are
+// given.
 struct Preprocessing {
   int64_t height = 64;
   int64_t width = 64;
+  // JSON "interpolation": "nearest" | "bilinear" | "area" (data::interpolation_name). Files
+  // written before the field existed were all trained on nearest-resized inputs, so a missing
+  // field reads as Nearest.
+  data::Interpolation interpolation = data::Interpolation::Nearest;
   int64_t channels = 3;
   double rescale = 1.0 / 255.0;
   std::vector<std::string> class_names;  // label i is class_names[i]
@@ -31,6 +38,9 @@ struct Preprocessing {
   // Throws loom::Error naming `source` (a file) when the JSON is malformed or out of range.
   static Preprocessing from_json(const std::string& json, const std::string& source);
 };
+
+// The interpolation whose data::interpolation_name is `name`, or nothing.
+std::optional<data::Interpolation> interpolation_from_name(const std::string& name);
 
 struct LoadedModel {
   nn::ModulePtr model;

@@ -1,5 +1,6 @@
 // Running loom-catdog from the tests: a child process whose stdout and stderr go to files, that
-// a test can wait on, watch for a line, or kill with SIGKILL; and a small generated photo folder.
+// a test can wait on, watch for a line, or kill with SIGKILL, or run to the end and check for a
+// clear error; and a small generated photo folder.
 #pragma once
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <loom/loom.h>
 
 namespace loom::testing {
@@ -96,6 +98,23 @@ class Child {
   pid_t pid_ = -1;
   bool reaped_ = false;
 };
+
+// Runs loom-catdog to the end (its output kept in out_prefix.out / .err); returns the exit
+// status and stdout + stderr.
+inline std::pair<int, std::string> run_to_end(const std::vector<std::string>& args, const std::string& out_prefix) {
+  Child c(args, out_prefix);
+  const int status = c.wait();
+  return {status, c.out() + c.err()};
+}
+
+// A bad input: a non-zero exit that is not a signal, and an output containing `fragment`.
+inline void expect_clear_error(const std::vector<std::string>& args, const std::string& out_prefix,
+                               const std::string& fragment) {
+  const auto [status, text] = run_to_end(args, out_prefix);
+  EXPECT_GT(status, 0) << text;
+  EXPECT_LT(status, 128) << "crashed: " << text;
+  EXPECT_NE(text.find(fragment), std::string::npos) << text;
+}
 
 // root/{train,val}/{cat,dog}/*.png: small 16x16 pictures, dogs brighter on the left.
 inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val, uint64_t seed) {

@@ -26,18 +26,11 @@ class Catdog : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  // Runs to the end; returns the status and stdout + stderr.
   static std::pair<int, std::string> run(const std::vector<std::string>& args, const std::string& tag) {
-    Child c(args, root_ + "/" + tag);
-    const int status = c.wait();
-    return {status, c.out() + c.err()};
+    return testing::run_to_end(args, root_ + "/" + tag);
   }
-  // A bad input: a non-zero exit that is not a signal, and one error line containing `fragment`.
   static void expect_clear_error(const std::vector<std::string>& args, const std::string& fragment) {
-    const auto [status, text] = run(args, "bad");
-    EXPECT_GT(status, 0) << text;
-    EXPECT_LT(status, 128) << "crashed: " << text;
-    EXPECT_NE(text.find(fragment), std::string::npos) << text;
+    testing::expect_clear_error(args, root_ + "/bad", fragment);
   }
 
   static std::string root_;
@@ -57,6 +50,9 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
   EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
+  // The default recipe: bilinear resizing (recorded for evaluate and predict), Adam, no schedule.
+  EXPECT_NE(train_out_.find("resize bilinear, weight decay 0, lr schedule constant"), std::string::npos) << train_out_;
+  EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation, data::Interpolation::Bilinear);
 }
 
 TEST_F(Catdog, EvaluatePrintsAccuracyLossAndConfusion) {

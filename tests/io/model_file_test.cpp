@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "io/checkpoint.h"
 #include "testing.h"
 
@@ -98,6 +100,59 @@ TEST_F(ModelFile, PreprocessingJsonIsChecked) {
   p = prep();
   p.mean = {0.1};
   EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "mean/std");
+}
+
+TEST_F(ModelFile, InterpolationRoundTripsAndOlderFilesReadAsNearest) {
+  Generator gen(8);
+  auto model = nn::seed_cnn(nn::Init::Keras, &gen);
+  for (data::Interpolation i : {data::Interpolation::Area, data::Interpolation::Bilinear, data::Interpolation::Nearest}) {
+    io::Preprocessing p = prep();
+    p.interpolation = i;
+    io::save_model(path("m.st"), *model, p);
+    EXPECT_EQ(io::load_model(path("m.st")).preprocessing.interpolation, i) << data::interpolation_name(i);
+  }
+  // The field as written in the file: a name a Python reader can use.
+  io::Preprocessing area = prep();
+  area.interpolation = data::Interpolation::Area;
+  EXPECT_EQ(nlohmann::json::parse(area.to_json()).at("interpolation"), "area");
+  // A checkpoint carries it too (evaluate and predict also read checkpoints).
+  optim::Adam optimizer(model->parameters());
+  io::save_checkpoint(path("c.ckpt"), *model, optimizer, {}, area);
+  EXPECT_EQ(io::read_checkpoint(path("c.ckpt")).preprocessing.interpolation, data::Interpolation::Area);
+  EXPECT_EQ(io::load_model(path("c.ckpt")).preprocessing.interpolation, data::Interpolation::Area);
+  // A file written before the field existed: its inputs were resized with nearest.
+  nlohmann::json old = nlohmann::json::parse(area.to_json());
+  old.erase("interpolation");
+  io::Metadata metadata = io::detail::model_metadata(*model, area, "model");
+  metadata["loom.preprocessing"] = old.dump();
+  io::NamedTensors tensors;
+  for (const auto& [name, t] : model->state_dict()) tensors.emplace_back(name, t);
+  io::save_safetensors(path("old.st"), tensors, metadata);
+  const io::LoadedModel loaded = io::load_model(path("old.st"));
+  EXPECT_EQ(loaded.preprocessing.interpolation, data::Interpolation::Nearest);
+  EXPECT_EQ(loaded.preprocessing.class_names, prep().class_names);
+}
+
+TEST_F(ModelFile, UnknownInterpolationNamesTheFileAndValue) {
+  Generator gen(9);
+  auto model = nn::seed_cnn(nn::Init::Keras, &gen);
+  nlohmann::json j = nlohmann::json::parse(prep().to_json());
+  j["interpolation"] = "bicubic";
+  io::Metadata metadata = io::detail::model_metadata(*model, prep(), "model");
+  metadata["loom.preprocessing"] = j.dump();
+  io::NamedTensors tensors;
+  for (const auto& [name, t] : model->state_dict()) tensors.emplace_back(name, t);
+  io::save_safetensors(path("bicubic.st"), tensors, metadata);
+  EXPECT_LOOM_ERROR(io::load_model(path("bicubic.st")), path("bicubic.st") + ": preprocessing interpolation \"bicubic\"");
+  // Not a string at all.
+  j["interpolation"] = 2;
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(j.dump(), "f.st"), "f.st: malformed loom.preprocessing");
+  // The names are interpolation_name's, and nothing else parses.
+  EXPECT_EQ(io::interpolation_from_name("area"), data::Interpolation::Area);
+  EXPECT_EQ(io::interpolation_from_name("bilinear"), data::Interpolation::Bilinear);
+  EXPECT_EQ(io::interpolation_from_name("nearest"), data::Interpolation::Nearest);
+  EXPECT_FALSE(io::interpolation_from_name("Nearest").has_value());
+  EXPECT_FALSE(io::interpolation_from_name("").has_value());
 }
 
 TEST_F(ModelFile, CheckpointRestoresOptimizerGeneratorAndState) {
