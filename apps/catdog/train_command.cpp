@@ -80,7 +80,8 @@ void check_resume_recipe(const TrainArgs& args) {
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
 void check_train_args(const TrainArgs& a) {
-  LOOM_CHECK(a.augment == "keras" || a.augment == "none", "--augment: expected keras or none, got \"",
+  LOOM_CHECK(a.augment == "keras" || a.augment == "strong" || a.augment == "none",
+             "--augment: expected keras, strong or none, got \"",
              a.augment, "\"");
   LOOM_CHECK(io::interpolation_from_name(a.resize).has_value(), "--resize: expected nearest, bilinear "
              "or area, got \"", a.resize, "\"");
@@ -102,6 +103,19 @@ class LossPrinter : public train::Callback {
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const std::filesystem::path p(path);
   return (p.parent_path() / p.stem()).string() + suffix;
+}
+
+// The seed's generator (keras), the same with rotations of up to 15 degrees and shifts of up
+// to a tenth of the image (strong, for the deeper resnet18), or no augmentation (none).
+data::AugmentOptions training_transform(const std::string& name, uint64_t seed, const io::Preprocessing& prep) {
+  if (name == "none") return preprocessing_transform(prep);
+  data::AugmentOptions o = data::AugmentOptions::keras_seed(seed);
+  if (name == "strong") {
+    o.rotation_range = 15.0;
+    o.width_shift_range = 0.1;
+    o.height_shift_range = 0.1;
+  }
+  return o;
 }
 
 }  // namespace
@@ -156,8 +170,7 @@ int run_train(const TrainArgs& args) {
   train_options.seed = args.seed;
   train_options.num_workers = args.workers;
   train_options.device = device;
-  train_options.augment = args.augment == "keras" ? data::AugmentOptions::keras_seed(args.seed)
-                                                  : preprocessing_transform(prep);
+  train_options.augment = training_transform(args.augment, args.seed, prep);
   data::DataLoader train_loader(*train_data, train_options);
   data::DataLoader val_loader(*val_set.images, eval_loader_options(prep, 64, device, args.workers));
 
