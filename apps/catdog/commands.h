@@ -23,6 +23,7 @@ struct TrainArgs {
   // (PyTorch + torchvision) resizes bilinearly; nearest is Keras' load_img default.
   std::string resize = "bilinear";
   double weight_decay = 0.0;   // 0: Adam; > 0: AdamW with this decoupled decay
+  std::string init;            // keras | pytorch; empty: keras for seed_cnn/classic_cnn, pytorch for resnet18
   std::string lr_schedule;     // constant | cosine; empty: cosine for resnet18, else constant
   std::string device;          // empty: cuda when available, else cpu
   uint64_t seed = 0;

@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   train->add_option("--batch-size", t.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}))->capture_default_str();
   train->add_option("--lr", t.lr, "Adam's learning rate")->check(CLI::Range(1e-9, 10.0))->capture_default_str();
   train->add_option("--image-size", t.image_size)->check(CLI::Range(int64_t{8}, int64_t{1024}))->capture_default_str();
+  train->add_option("--init", t.init, "weight initialisers: keras (Glorot uniform, zero bias) or pytorch "
+                   "(Kaiming uniform); default keras for seed_cnn/classic_cnn, pytorch for resnet18")
+      ->check(CLI::IsMember({"keras", "pytorch"}));
   train->add_option("--augment", t.augment, "keras (the seed's shear, zoom, flip), strong (keras + rotation 15 deg, shifts 0.1) or none")
       ->check(CLI::IsMember({"keras", "strong", "none"}))->capture_default_str();
   train->add_option("--resize", t.resize, "how photographs are resized to the input size (PIL's filters): "

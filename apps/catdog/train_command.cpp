@@ -18,15 +18,25 @@ namespace loom::catdog {
 
 namespace {
 
-std::shared_ptr<nn::Module> build_model(const std::string& name, int64_t image_size, Generator& gen) {
-  if (name == "seed_cnn" || name == "classic_cnn") {
-    LOOM_CHECK(image_size == 64, "--image-size ", image_size, ": ", name, " takes 64x64 inputs "
+// --init's value, with the model's default when it is not given: Keras' initialisers for the
+// two models that reproduce Keras code, PyTorch's for resnet18.
+std::string init_of(const TrainArgs& a) {
+  if (!a.init.empty()) return a.init;
+  return a.model == "resnet18" ? "pytorch" : "keras";
+}
+
+std::shared_ptr<nn::Module> build_model(const TrainArgs& a, Generator& gen) {
+  LOOM_CHECK(init_of(a) == "keras" || init_of(a) == "pytorch", "--init: expected keras or pytorch, got \"",
+             a.init, "\"");
+  const nn::Init init = init_of(a) == "keras" ? nn::Init::Keras : nn::Init::PyTorch;
+  if (a.model == "seed_cnn" || a.model == "classic_cnn") {
+    LOOM_CHECK(a.image_size == 64, "--image-size ", a.image_size, ": ", a.model, " takes 64x64 inputs "
                "(its dense layer is sized for them); use --image-size 64 or --model resnet18");
-    return name == "seed_cnn" ? std::shared_ptr<nn::Module>(nn::seed_cnn(nn::Init::Keras, &gen))
-                              : std::shared_ptr<nn::Module>(nn::classic_cnn(nn::Init::Keras, &gen));
+    return a.model == "seed_cnn" ? std::shared_ptr<nn::Module>(nn::seed_cnn(init, &gen))
+                                 : std::shared_ptr<nn::Module>(nn::classic_cnn(init, &gen));
   }
-  LOOM_CHECK(name == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"", name, "\"");
-  return nn::resnet18(1, nn::Init::PyTorch, &gen);
+  LOOM_CHECK(a.model == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"", a.model, "\"");
+  return nn::resnet18(1, init, &gen);
 }
 
 // --lr-schedule's value, with the model's default when it is not given.
@@ -54,6 +64,7 @@ std::map<std::string, std::string> recipe(const TrainArgs& a) {
           {"resize", a.resize},
           {"weight_decay", shortest(a.weight_decay)},
           {"lr_schedule", lr_schedule_of(a)},
+          {"init", init_of(a)},
           {"seed", std::to_string(a.seed)},
           {"limit", std::to_string(a.limit)}};
 }
@@ -64,6 +75,7 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
   if (key == "resize") return "nearest";
   if (key == "weight_decay") return "0";
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
+  if (key == "init") return a.model == "resnet18" ? "pytorch" : "keras";
   return "";
 }
 
@@ -143,7 +155,7 @@ int run_train(const TrainArgs& args) {
 
   Generator init_gen(args.seed);
   manual_seed(args.seed);
-  auto model = build_model(args.model, args.image_size, init_gen);
+  auto model = build_model(args, init_gen);
   io::Preprocessing prep;
   prep.height = prep.width = args.image_size;
   prep.interpolation = *io::interpolation_from_name(args.resize);
