@@ -35,9 +35,7 @@ void cpu_adam_update(const std::vector<Tensor>& params, const std::vector<Tensor
   if (params.empty()) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "Adam.step", [&] {
     using T = scalar_t;
-    const AdamCoeffs<T> c{T(config.beta1), T(config.beta2), T(1.0 - config.beta1), T(1.0 - config.beta2),
-                          T(config.weight_decay), T(config.decay_factor), T(config.step_size),
-                          T(config.inv_sqrt_bc2), T(config.eps_term), config.decoupled};
+    const AdamCoeffs<T> c = adam_coeffs<T>(config);
     for (size_t k = 0; k < params.size(); ++k) {
       T* p = params[k].data_ptr<T>();
       const T* g = grads[k].data_ptr<T>();
@@ -55,9 +53,7 @@ void cpu_sgd_update(const std::vector<Tensor>& params, const std::vector<Tensor>
   if (params.empty()) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "SGD.step", [&] {
     using T = scalar_t;
-    const SgdCoeffs<T> c{T(config.lr), T(config.weight_decay), T(config.momentum),
-                         T(1.0 - config.dampening), config.momentum != 0.0, config.nesterov,
-                         config.first_step};
+    const SgdCoeffs<T> c = sgd_coeffs<T>(config);
     for (size_t k = 0; k < params.size(); ++k) {
       T* p = params[k].data_ptr<T>();
       const T* g = grads[k].data_ptr<T>();

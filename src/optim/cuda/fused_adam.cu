@@ -28,9 +28,7 @@ void cuda_fused_adam(const std::vector<Tensor>& params, const std::vector<Tensor
   if (params.empty()) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "Adam.step", [&] {
     using T = scalar_t;
-    const AdamCoeffs<T> c{T(config.beta1), T(config.beta2), T(1.0 - config.beta1), T(1.0 - config.beta2),
-                          T(config.weight_decay), T(config.decay_factor), T(config.step_size),
-                          T(config.inv_sqrt_bc2), T(config.eps_term), config.decoupled};
+    const AdamCoeffs<T> c = adam_coeffs<T>(config);
     multi_tensor_apply<4>({&params, &grads, &exp_avgs, &exp_avg_sqs},
                           [&](const TensorListMeta<4>& meta, int blocks, cudaStream_t stream) {
                             adam_kernel<T><<<blocks, kChunkThreads, 0, stream>>>(meta, c);

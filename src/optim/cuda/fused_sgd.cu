@@ -27,9 +27,7 @@ void cuda_fused_sgd(const std::vector<Tensor>& params, const std::vector<Tensor>
   if (params.empty()) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "SGD.step", [&] {
     using T = scalar_t;
-    const SgdCoeffs<T> c{T(config.lr), T(config.weight_decay), T(config.momentum),
-                         T(1.0 - config.dampening), config.momentum != 0.0, config.nesterov,
-                         config.first_step};
+    const SgdCoeffs<T> c = sgd_coeffs<T>(config);
     if (c.use_momentum) {
       multi_tensor_apply<3>({&params, &grads, &momentum_buffers},
                             [&](const TensorListMeta<3>& meta, int blocks, cudaStream_t stream) {
