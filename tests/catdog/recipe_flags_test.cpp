@@ -149,6 +149,8 @@ TEST_F(RecipeFlags, ResumeRefusesAnotherResizeWeightDecayOrSchedule) {
   expect_clear_error(with_flag(resume, "--weight-decay", "0.01"), "weight_decay = 0.05, this run has 0.01");
   expect_clear_error(with_flag(resume, "--weight-decay", "0"), "weight_decay = 0.05, this run has 0");
   expect_clear_error(with_flag(resume, "--lr-schedule", "constant"), "lr_schedule = cosine, this run has constant");
+  expect_clear_error(with_flag(resume, "--init", "pytorch"), "init = keras, this run has pytorch");
+  expect_clear_error(with_flag(resume, "--augment", "strong"), "augment = keras, this run has strong");
   // The same recipe resumes (the values compare as written, 0.05 included) and trains epoch 3.
   const auto [status, text] = testing::run_to_end(resume, root_ + "/resume");
   EXPECT_EQ(status, 0) << text;
@@ -175,6 +177,8 @@ TEST_F(RecipeFlags, BadValuesEndWithAClearMessage) {
   expect_clear_error(with_flag("--weight-decay", "-0.1"), "--weight-decay");
   expect_clear_error(with_flag("--resize", "cubic"), "--resize");
   expect_clear_error(with_flag("--lr-schedule", "linear"), "--lr-schedule");
+  expect_clear_error(with_flag("--init", "xavier"), "--init");
+  expect_clear_error(with_flag("--augment", "wild"), "--augment");
   // The library function checks them too (callers other than main's CLI11).
   catdog::TrainArgs args;
   args.data = root_ + "/data";
