@@ -18,7 +18,9 @@ struct TrainArgs {
   int64_t batch_size = 32;
   double lr = 1e-3;
   int64_t image_size = 64;
-  std::string augment = "keras";
+  // torchvision | keras | strong | none. The seed's shear, zoom and flip as PyTorch's RandomAffine
+  // does them train the seed CNN 1-2 points better than Keras' own semantics (docs/benchmarks.md).
+  std::string augment = "torchvision";
   // nearest | bilinear | area (data::Interpolation). The accuracy figures' reference pipeline
   // (PyTorch + torchvision) resizes bilinearly; nearest is Keras' load_img default.
   std::string resize = "bilinear";

@@ -26,8 +26,11 @@ int main(int argc, char** argv) {
   train->add_option("--init", t.init, "weight initialisers: keras (Glorot uniform, zero bias) or pytorch "
                    "(Kaiming uniform); default keras for seed_cnn/classic_cnn, pytorch for resnet18")
       ->check(CLI::IsMember({"keras", "pytorch"}));
-  train->add_option("--augment", t.augment, "keras (the seed's shear, zoom, flip), strong (keras + rotation 15 deg, shifts 0.1) or none")
-      ->check(CLI::IsMember({"keras", "strong", "none"}))->capture_default_str();
+  train->add_option("--augment", t.augment,
+                    "the seed's shear 0.2, zoom 0.2 and flip as PyTorch's RandomAffine does them "
+                    "(torchvision: one zoom for both axes, zero fill, nearest sampling) or as Keras' "
+                    "ImageDataGenerator does (keras); strong (keras + rotation 15 deg, shifts 0.1) or none")
+      ->check(CLI::IsMember({"keras", "torchvision", "strong", "none"}))->capture_default_str();
   train->add_option("--resize", t.resize, "how photographs are resized to the input size (PIL's filters): "
                     "bilinear (antialiased, as torchvision's Resize in the accuracy figures' reference), "
                     "nearest (exactly Keras' load_img) or area; recorded in the model file")

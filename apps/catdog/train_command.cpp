@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -92,8 +91,8 @@ void check_resume_recipe(const TrainArgs& args) {
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
 void check_train_args(const TrainArgs& a) {
-  LOOM_CHECK(a.augment == "keras" || a.augment == "strong" || a.augment == "none",
-             "--augment: expected keras, strong or none, got \"",
+  LOOM_CHECK(a.augment == "keras" || a.augment == "torchvision" || a.augment == "strong" || a.augment == "none",
+             "--augment: expected keras, torchvision, strong or none, got \"",
              a.augment, "\"");
   LOOM_CHECK(io::interpolation_from_name(a.resize).has_value(), "--resize: expected nearest, bilinear "
              "or area, got \"", a.resize, "\"");
@@ -117,10 +116,12 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return (p.parent_path() / p.stem()).string() + suffix;
 }
 
-// The seed's generator (keras), the same with rotations of up to 15 degrees and shifts of up
-// to a tenth of the image (strong, for the deeper resnet18), or no augmentation (none).
+// The seed's generator with Keras' semantics (keras) or as PyTorch users write it
+// (torchvision), the Keras one with rotations of up to 15 degrees and shifts of up to a tenth of
+// the image (strong, for the deeper resnet18), or no augmentation (none).
 data::AugmentOptions training_transform(const std::string& name, uint64_t seed, const io::Preprocessing& prep) {
   if (name == "none") return preprocessing_transform(prep);
+  if (name == "torchvision") return data::AugmentOptions::torchvision_seed(seed);
   data::AugmentOptions o = data::AugmentOptions::keras_seed(seed);
   if (name == "strong") {
     o.rotation_range = 15.0;

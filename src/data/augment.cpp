@@ -38,6 +38,19 @@ AugmentOptions AugmentOptions::keras_seed(uint64_t seed) {
   return o;
 }
 
+AugmentOptions AugmentOptions::torchvision_seed(uint64_t seed) {
+  AugmentOptions o = keras_seed(seed);
+  // torchvision's scale s magnifies; Keras' zoom z is its reciprocal (it scales the sampling
+  // grid), so scale 0.8-1.2 is zoom 1/1.2-1/0.8 (drawn uniform in z, not in s).
+  o.zoom_low = 1.0 / 1.2;
+  o.zoom_high = 1.0 / 0.8;
+  o.isotropic_zoom = true;
+  o.fill_mode = FillMode::Constant;
+  o.cval = 0.0;
+  o.interpolation = WarpInterpolation::Nearest;
+  return o;
+}
+
 AffineParams draw_transform(const AugmentOptions& o, int64_t height, int64_t width, int64_t epoch,
                             int64_t index) {
   // One key per (seed, epoch); counters 8 * index + k for the k-th draw of the sample.
@@ -57,20 +70,22 @@ AffineParams draw_transform(const AugmentOptions& o, int64_t height, int64_t wid
   if (o.shear_range != 0.0) p.shear = uniform(3, -o.shear_range, o.shear_range);
   if (o.zoom_low != 1.0 || o.zoom_high != 1.0) {
     p.zx = uniform(4, o.zoom_low, o.zoom_high);
-    p.zy = uniform(5, o.zoom_low, o.zoom_high);
+    p.zy = o.isotropic_zoom ? p.zx : uniform(5, o.zoom_low, o.zoom_high);
   }
   p.flip = o.horizontal_flip && random_bits::uniform(key, base + 6) < 0.5;
   return p;
 }
 
 SampleTransform transform_matrix(const AffineParams& p, int64_t height, int64_t width) {
+  // Keras builds T in (x, y) order and applies P T P (P swaps the axes) to (row, col) arrays;
+  // this is P T P written out in (row, col), centre swap included.
   const double theta = p.theta * kPi / 180.0, shear = p.shear * kPi / 180.0;
-  const double o_r = height / 2.0 + 0.5, o_c = width / 2.0 + 0.5;
+  const double o_r = width / 2.0 - 0.5, o_c = height / 2.0 - 0.5;
   double t[9] = {1, 0, o_r, 0, 1, o_c, 0, 0, 1};
-  const double rotation[9] = {std::cos(theta), -std::sin(theta), 0, std::sin(theta), std::cos(theta), 0, 0, 0, 1};
-  const double shift[9] = {1, 0, p.tx, 0, 1, p.ty, 0, 0, 1};
-  const double shearing[9] = {1, -std::sin(shear), 0, 0, std::cos(shear), 0, 0, 0, 1};
-  const double zoom[9] = {p.zx, 0, 0, 0, p.zy, 0, 0, 0, 1};
+  const double rotation[9] = {std::cos(theta), std::sin(theta), 0, -std::sin(theta), std::cos(theta), 0, 0, 0, 1};
+  const double shift[9] = {1, 0, p.ty, 0, 1, p.tx, 0, 0, 1};
+  const double shearing[9] = {std::cos(shear), 0, 0, -std::sin(shear), 1, 0, 0, 0, 1};
+  const double zoom[9] = {p.zy, 0, 0, 0, p.zx, 0, 0, 0, 1};
   const double uncentre[9] = {1, 0, -o_r, 0, 1, -o_c, 0, 0, 1};
   times(t, rotation);
   times(t, shift);
@@ -89,6 +104,7 @@ WarpConstants warp_constants(const AugmentOptions& options, int64_t h, int64_t w
   WarpConstants k{};
   k.h = h, k.w = w, k.c = c;
   k.constant_fill = options.fill_mode == FillMode::Constant ? 1 : 0;
+  k.nearest = options.interpolation == WarpInterpolation::Nearest ? 1 : 0;
   k.cval = options.cval;
   k.rescale = options.rescale;
   for (int64_t ch = 0; ch < 4; ++ch) {

@@ -1,5 +1,5 @@
 // The per-pixel warp shared by the CPU and CUDA augmentation, so both compute the same value:
-// bilinear sampling of a uint8 HWC image at an affine-mapped point, as scipy's
+// bilinear (or nearest) sampling of a uint8 HWC image at an affine-mapped point, as scipy's
 // ndimage.affine_transform(order=1) does with mode 'nearest' or 'constant'.
 #pragma once
 
@@ -14,6 +14,7 @@ namespace loom::data::detail {
 struct WarpConstants {
   int64_t h, w, c;
   int constant_fill;  // 1: points outside the image read cval; 0: clamp to the edge
+  int nearest;        // 1: read the nearest pixel; 0: bilinear
   double cval;
   double rescale;
   double mean[4];  // per channel (up to 4), 0 when unused
@@ -32,6 +33,10 @@ LOOM_HOST_DEVICE void warp_pixel(const uint8_t* image, const WarpConstants& k, c
   const double di = static_cast<double>(i);
   double r = m[0] * di + m[1] * jj + m[2];
   double col = m[3] * di + m[4] * jj + m[5];
+  if (k.nearest) {  // the pixel whose square holds the point; the bilinear weights become 0 and 1
+    r = ::floor(r + 0.5);
+    col = ::floor(col + 0.5);
+  }
   const double rmax = static_cast<double>(k.h - 1), cmax = static_cast<double>(k.w - 1);
   // scipy's 'constant' does not interpolate beyond the edges; a hair of slack absorbs rounding
   // of points that land exactly on an edge.

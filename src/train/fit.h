@@ -25,8 +25,8 @@ LossFn binary_cross_entropy_loss();
 // For class logits [B, K]: cross_entropy against the class indices.
 LossFn cross_entropy_loss();
 
-// The number of correct predictions as a float32 device scalar: logit > 0 means class 1 for a
-// binary head [B, 1], argmax otherwise.
+// The number of correct predictions as a float32 device scalar: logit >= 0 (p >= 0.5, as predict
+// decides) means class 1 for a binary head [B, 1], argmax otherwise.
 Tensor count_correct(const Tensor& outputs, const Tensor& labels);
 
 struct FitOptions {

@@ -150,7 +150,8 @@ TEST_F(RecipeFlags, ResumeRefusesAnotherResizeWeightDecayOrSchedule) {
   expect_clear_error(with_flag(resume, "--weight-decay", "0"), "weight_decay = 0.05, this run has 0");
   expect_clear_error(with_flag(resume, "--lr-schedule", "constant"), "lr_schedule = cosine, this run has constant");
   expect_clear_error(with_flag(resume, "--init", "pytorch"), "init = keras, this run has pytorch");
-  expect_clear_error(with_flag(resume, "--augment", "strong"), "augment = keras, this run has strong");
+  expect_clear_error(with_flag(resume, "--augment", "strong"), "augment = torchvision, this run has strong");
+  expect_clear_error(with_flag(resume, "--augment", "keras"), "augment = torchvision, this run has keras");
   // The same recipe resumes (the values compare as written, 0.05 included) and trains epoch 3.
   const auto [status, text] = testing::run_to_end(resume, root_ + "/resume");
   EXPECT_EQ(status, 0) << text;

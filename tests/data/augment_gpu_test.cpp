@@ -27,8 +27,10 @@ void random_batch(int64_t n, int64_t h, int64_t w, const AugmentOptions& o, Tens
 
 TEST(AugmentGpu, WarpKernelMatchesCpu) {
   LOOM_REQUIRE_CUDA();
-  for (FillMode fill : {FillMode::Nearest, FillMode::Constant}) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const FillMode fill = variant % 2 ? FillMode::Constant : FillMode::Nearest;
     AugmentOptions o = AugmentOptions::keras_seed(3);
+    o.interpolation = variant / 2 ? WarpInterpolation::Nearest : WarpInterpolation::Bilinear;
     o.rotation_range = 40;
     o.width_shift_range = 0.2;
     o.height_shift_range = 0.1;

@@ -1,6 +1,7 @@
 // Keras-equivalent augmentation on the CPU: the affine maths against hand-computed maps of a
 // linear pattern (flip, zoom, shear, rotation, shift, a composition, constant fill), the
 // per-sample draws, normalisation, and the value range of augmented batches.
+#include <algorithm>
 #include <cmath>
 
 #include "data/augment.h"
@@ -55,62 +56,117 @@ TEST(Augment, PureFlipMirrorsColumns) {
 }
 
 TEST(Augment, PureZoomAboutKerasCentre) {
-  // Keras' centre is (h/2 + 0.5, w/2 + 0.5) = (2.5, 2.5) for 4x4; zoom z reads o + z (x - o).
+  // A square image's centre: (1.5, 1.5) for 4x4; zy zooms rows, zx columns: o + z (x - o).
   AffineParams p;
   p.zx = 2.0, p.zy = 0.5;
   expect_map(warp(linear_pattern(4, 4), p), 4, 4, [](double i, double j, double& r, double& c) {
-    r = 2.5 + 2.0 * (i - 2.5), c = 2.5 + 0.5 * (j - 2.5);
+    r = 1.5 + 0.5 * (i - 1.5), c = 1.5 + 2.0 * (j - 1.5);
   });
-  // By hand: rows read 2i - 2.5 = -2.5, -0.5, 1.5, 3.5 -> clamped 0, 0, 1.5, 3; columns read
-  // 1.25 + j / 2 = 1.25, 1.75, 2.25, 2.75. So out(2, 1) = 10 * 1.5 + 1.75.
+  // By hand: rows read 0.75 + i / 2 = 0.75, 1.25, 1.75, 2.25; columns read 2j - 1.5 = -1.5,
+  // 0.5, 2.5, 4.5 -> clamped 0, 0.5, 2.5, 3. So out(2, 1) = 10 * 1.75 + 0.5.
   const auto v = warp(linear_pattern(4, 4), p).to_vector<double>();
-  EXPECT_NEAR(v[2 * 4 + 1], 16.75, 1e-6);
-  EXPECT_NEAR(v[3 * 4 + 3], 32.75, 1e-6);
+  EXPECT_NEAR(v[2 * 4 + 1], 18.0, 1e-6);
+  EXPECT_NEAR(v[3 * 4 + 3], 25.5, 1e-6);
+}
+
+TEST(Augment, NonSquareCentreIsKerasSwappedOne) {
+  // Keras centres rows on w/2 - 0.5 and columns on h/2 - 0.5: (3.5, 1.5) for 4 rows x 8 columns.
+  AffineParams p;
+  p.zx = 0.5, p.zy = 0.75;
+  expect_map(warp(linear_pattern(4, 8), p), 4, 8, [](double i, double j, double& r, double& c) {
+    r = 3.5 + 0.75 * (i - 3.5), c = 1.5 + 0.5 * (j - 1.5);
+  });
 }
 
 TEST(Augment, PureShearInDegrees) {
-  // Keras 2: shear s degrees, [[1, -sin s], [0, cos s]] about the centre (4.5, 4.5) of 8x8.
+  // Keras 2: shear s degrees, [[cos s, 0], [-sin s, 1]] in (row, col) about (3.5, 3.5) of 8x8.
   AffineParams p;
   p.shear = 30.0;
   const double s = 0.5, co = std::sqrt(3.0) / 2;
   expect_map(warp(linear_pattern(8, 8), p), 8, 8, [&](double i, double j, double& r, double& c) {
-    r = i - s * (j - 4.5), c = 4.5 + co * (j - 4.5);
+    r = 3.5 + co * (i - 3.5), c = j - s * (i - 3.5);
   });
 }
 
 TEST(Augment, PureRotationAndShift) {
   AffineParams rot;
-  rot.theta = 90.0;  // [[0, -1], [1, 0]]: row = 9 - j, col = i about (4.5, 4.5)
+  rot.theta = 90.0;  // [[0, 1], [-1, 0]] about (3.5, 3.5): row = j, col = 7 - i
   expect_map(warp(linear_pattern(8, 8), rot), 8, 8, [](double i, double j, double& r, double& c) {
-    r = 9 - j, c = i;
+    r = j, c = 7 - i;
   });
-  AffineParams shift;
+  AffineParams shift;  // Keras' tx moves columns, ty rows
   shift.tx = 1.5, shift.ty = -2.0;
   expect_map(warp(linear_pattern(8, 8), shift), 8, 8, [](double i, double j, double& r, double& c) {
-    r = i + 1.5, c = j - 2.0;
+    r = i - 2.0, c = j + 1.5;
   });
 }
 
 TEST(Augment, CompositionOrderRotationThenZoom) {
-  // T = C R Z C^-1: input = o + R (Z (x - o)).
+  // T = C R Z C^-1: input = o + R (Z (x - o)), Z = diag(zy, zx).
   AffineParams p;
   p.theta = 30.0, p.zx = 1.2, p.zy = 0.9;
   const double cs = std::sqrt(3.0) / 2, sn = 0.5;
   expect_map(warp(linear_pattern(8, 8), p), 8, 8, [&](double i, double j, double& r, double& c) {
-    r = 4.5 + cs * 1.2 * (i - 4.5) - sn * 0.9 * (j - 4.5);
-    c = 4.5 + sn * 1.2 * (i - 4.5) + cs * 0.9 * (j - 4.5);
+    r = 3.5 + cs * 0.9 * (i - 3.5) + sn * 1.2 * (j - 3.5);
+    c = 3.5 - sn * 0.9 * (i - 3.5) + cs * 1.2 * (j - 3.5);
   });
 }
 
 TEST(Augment, ConstantFillOutsideTheImage) {
   AffineParams p;
-  p.zx = p.zy = 2.0;  // 4x4: rows and cols read 2x - 2.5 = -2.5, -0.5, 1.5, 3.5: only x = 2 inside
+  p.zx = p.zy = 2.0;  // 4x4: rows and cols read 2x - 1.5 = -1.5, 0.5, 2.5, 4.5: x = 1, 2 inside
   AugmentOptions o;
   o.fill_mode = FillMode::Constant;
   o.cval = 200;
   const auto v = warp(linear_pattern(4, 4), p, o).to_vector<double>();
   for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) EXPECT_NEAR(v[i * 4 + j], (i == 2 && j == 2) ? 16.5 : 200.0, 1e-9);
+    for (int j = 0; j < 4; ++j) {
+      const bool inside = (i == 1 || i == 2) && (j == 1 || j == 2);
+      EXPECT_NEAR(v[i * 4 + j], inside ? 10 * (2 * i - 1.5) + (2 * j - 1.5) : 200.0, 1e-9);
+    }
+}
+
+TEST(Augment, NearestSamplingReadsWholePixels) {
+  // A row shift of 0.4 rounds back onto the same pixel, 0.6 onto the next one; bilinear would
+  // blend neighbours instead. Constant fill marks the row that falls outside.
+  const Tensor img = random_image(6, 5, 2, 9);
+  const auto in = img.to_vector<double>();
+  AugmentOptions o;
+  o.interpolation = WarpInterpolation::Nearest;
+  o.fill_mode = FillMode::Constant;
+  o.cval = 255;
+  AffineParams p;
+  p.ty = 0.4;  // Keras' ty moves rows
+  EXPECT_EQ(warp(img, p, o).to_vector<int64_t>(), img.permute({2, 0, 1}).contiguous().to_vector<int64_t>());
+  p.ty = 0.6;
+  const auto v = warp(img, p, o).to_vector<double>();
+  for (int64_t ch = 0; ch < 2; ++ch)
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        const double expected = i + 1 < 6 ? in[((i + 1) * 5 + j) * 2 + ch] : 255.0;
+        EXPECT_EQ(v[(ch * 6 + i) * 5 + j], expected) << "at (" << ch << ", " << i << ", " << j << ")";
+      }
+  o.interpolation = WarpInterpolation::Bilinear;
+  EXPECT_NE(warp(img, p, o).to_vector<double>(), v);
+}
+
+TEST(Augment, TorchvisionSeedDrawsOneZoomForBothAxes) {
+  const AugmentOptions o = AugmentOptions::torchvision_seed(5);
+  EXPECT_EQ(o.fill_mode, FillMode::Constant);
+  EXPECT_EQ(o.interpolation, WarpInterpolation::Nearest);
+  double lowest = 2.0, highest = 0.0;
+  for (int64_t i = 0; i < 2000; ++i) {
+    const AffineParams p = draw_transform(o, 64, 64, 1, i);
+    EXPECT_EQ(p.zx, p.zy);
+    lowest = std::min(lowest, p.zx);
+    highest = std::max(highest, p.zx);
+    EXPECT_LE(std::fabs(p.shear), 0.2);
+  }
+  // torchvision's scale 0.8-1.2 is Keras zoom 1/1.2-1/0.8: both ends are reached.
+  EXPECT_GE(lowest, 1.0 / 1.2);
+  EXPECT_LT(lowest, 0.84);
+  EXPECT_LE(highest, 1.0 / 0.8);
+  EXPECT_GT(highest, 1.24);
 }
 
 TEST(Augment, RescaleAndNormalisation) {
