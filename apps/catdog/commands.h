@@ -19,7 +19,8 @@ struct TrainArgs {
   double lr = 1e-3;
   int64_t image_size = 64;
   // torchvision | keras | strong | none. The seed's shear, zoom and flip as PyTorch's RandomAffine
-  // does them train the seed CNN 1-2 points better than Keras' own semantics (docs/benchmarks.md).
+  // does them train the seed CNN about half a point better than Keras' own semantics, and as
+  // well as PyTorch does (docs/benchmarks.md).
   std::string augment = "torchvision";
   // nearest | bilinear | area (data::Interpolation). The accuracy figures' reference pipeline
   // (PyTorch + torchvision) resizes bilinearly; nearest is Keras' load_img default.

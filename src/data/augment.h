@@ -43,7 +43,8 @@ struct AugmentOptions {
   static AugmentOptions keras_seed(uint64_t seed);
   // The same generator as PyTorch users write it (RandomAffine(degrees=0, shear=0.2,
   // scale=(0.8, 1.2)) then RandomHorizontalFlip): one zoom for both axes, zero fill, nearest
-  // sampling. Keras' own semantics train the seed CNN about 1.5 points worse (docs/benchmarks.md).
+  // sampling. It trains the seed CNN about half a point better than Keras' semantics do
+  // (docs/benchmarks.md).
   static AugmentOptions torchvision_seed(uint64_t seed);
 };
 
