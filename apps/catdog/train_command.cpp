@@ -151,8 +151,8 @@ int run_train(const TrainArgs& args) {
   if (!args.resume.empty()) check_resume_recipe(args);
   if (args.deterministic) set_deterministic(true);
   std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-            << device.str() << ", resize " << args.resize << ", weight decay " << shortest(args.weight_decay)
-            << ", lr schedule " << lr_schedule_of(args) << "\n";
+            << device.str() << ", augment " << args.augment << ", resize " << args.resize
+            << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args) << "\n";
 
   Generator init_gen(args.seed);
   manual_seed(args.seed);

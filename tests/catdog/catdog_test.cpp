@@ -50,8 +50,10 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
   EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
-  // The default recipe: bilinear resizing (recorded for evaluate and predict), Adam, no schedule.
-  EXPECT_NE(train_out_.find("resize bilinear, weight decay 0, lr schedule constant"), std::string::npos) << train_out_;
+  // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
+  // and predict), Adam, no schedule.
+  EXPECT_NE(train_out_.find("augment torchvision, resize bilinear, weight decay 0, lr schedule constant"),
+            std::string::npos) << train_out_;
   EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation, data::Interpolation::Bilinear);
 }
 
