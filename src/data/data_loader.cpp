@@ -99,7 +99,7 @@ void DataLoader::stop_workers() {
   shared_->workers.clear();
 }
 
-void DataLoader::start_epoch(int64_t epoch) {
+void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   stop_workers();
   epoch_ = epoch;
   order_ = options_.sampler->indices(epoch);
@@ -109,10 +109,12 @@ void DataLoader::start_epoch(int64_t epoch) {
   }
   const int64_t n = static_cast<int64_t>(order_.size()), bs = options_.batch_size;
   num_batches_ = options_.drop_last ? n / bs : (n + bs - 1) / bs;
+  LOOM_CHECK(first_batch >= 0 && first_batch <= num_batches_, "DataLoader: cannot start epoch ", epoch,
+             " at batch ", first_batch, ": it has ", num_batches_, " batches");
   skipped_ = 0;
   finished_ = false;
-  shared_->next_claim = 0;
-  shared_->consumed = 0;
+  shared_->next_claim = first_batch;
+  shared_->consumed = first_batch;
   for (auto& slot : shared_->slots) {
     slot->ready = false;
     slot->batch = -1;

@@ -49,8 +49,10 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   // Starts epoch `epoch` (abandoning any unfinished one): the sampler's order for it, and the
-  // augmentation's draws for it.
-  void start_epoch(int64_t epoch);
+  // augmentation's draws for it. With first_batch k the epoch starts at its batch k: batches
+  // 0..k-1 are never read or augmented, and batch k onwards are exactly those of a full epoch
+  // (how a run resumed mid-epoch skips what it already trained on). 0 <= k <= num_batches().
+  void start_epoch(int64_t epoch, int64_t first_batch = 0);
   // The next batch, or nothing at the end of the epoch. A worker's exception (or, in strict
   // mode, a bad file) is rethrown here and ends the epoch. In Skip mode a bad sample is left
   // out of its batch (which is then shorter) with one warning line, and the epoch's count is

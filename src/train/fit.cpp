@@ -103,14 +103,11 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     const auto epoch_start = Clock::now();
     ctx.epoch_finished = false;
     model.train();
-    train_loader.start_epoch(ctx.epoch);
+    // A run resumed mid-epoch starts the loader at the first batch it has not trained on.
+    const bool mid_epoch = resuming && ctx.step_in_epoch > 0;
+    train_loader.start_epoch(ctx.epoch, mid_epoch ? ctx.step_in_epoch : 0);
     ctx.steps_per_epoch = train_loader.num_batches();
-    if (resuming && ctx.step_in_epoch > 0) {
-      // The loader has no seek: the batches already trained on are drawn and dropped.
-      LOOM_CHECK(ctx.step_in_epoch <= ctx.steps_per_epoch, "fit: cannot resume at step ",
-                 ctx.step_in_epoch, " of an epoch of ", ctx.steps_per_epoch, " batches");
-      for (int64_t k = 0; k < ctx.step_in_epoch; ++k) train_loader.next();
-    } else {
+    if (!mid_epoch) {
       ctx.step_in_epoch = 0;
       ctx.loss_sum = zeros({}, device);
       ctx.correct_sum = zeros({}, device);

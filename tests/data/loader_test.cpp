@@ -3,6 +3,7 @@
 // exceptions and bad samples reaching the caller, and DistributedSampler's shards.
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,10 @@ class ToyDataset : public Dataset {
     int64_t seen = max_requested.load();
     while (index > seen && !max_requested.compare_exchange_weak(seen, index)) {
     }
+    {
+      std::lock_guard<std::mutex> lock(requested_mutex);
+      requested.insert(index);
+    }
     if (delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     if (bad.count(index)) throw BadSample(::loom::detail::concat("/toy/", index, ".jpg: not a readable JPEG"));
     if (index == crash_at) throw std::runtime_error("toy dataset exploded");
@@ -39,6 +44,8 @@ class ToyDataset : public Dataset {
   int64_t odd_shape_at = -1;
   int delay_ms = 0;
   mutable std::atomic<int64_t> max_requested{-1};
+  mutable std::mutex requested_mutex;
+  mutable std::set<int64_t> requested;  // every index asked for
 
  private:
   int64_t n_;
@@ -121,6 +128,47 @@ TEST(DataLoader, SameResultForAnyNumberOfWorkers) {
     EXPECT_GE(v, 0.0f);
     EXPECT_LE(v, 1.0f);
   }
+}
+
+TEST(DataLoader, StartingAtBatchKGivesTheRestOfTheEpoch) {
+  // Batches k.. of a seeked epoch equal those of a full epoch, pixel for pixel, and the
+  // batches before k are never read (what a run resumed mid-epoch relies on).
+  ToyDataset full_data(37);
+  DataLoaderOptions o;
+  o.batch_size = 6;
+  o.seed = 5;
+  o.augment = AugmentOptions::torchvision_seed(13);
+  DataLoader full(full_data, o);
+  full.start_epoch(1);
+  std::vector<Batch> reference;
+  while (auto b = full.next()) reference.push_back(*b);
+  ASSERT_EQ(reference.size(), 7u);
+  for (int workers : {0, 3}) {
+    for (int64_t k : {0, 4, 6, 7}) {
+      ToyDataset data(37);
+      o.num_workers = workers;
+      DataLoader seeked(data, o);
+      seeked.start_epoch(1, k);
+      size_t next = static_cast<size_t>(k);
+      while (auto b = seeked.next()) {
+        ASSERT_LT(next, reference.size());
+        EXPECT_EQ(b->index, reference[next].index);
+        EXPECT_EQ(labels_of(*b), labels_of(reference[next])) << "batch " << next << ", " << workers << " workers";
+        EXPECT_EQ(b->images.to_vector<float>(), reference[next].images.to_vector<float>());
+        ++next;
+      }
+      EXPECT_EQ(next, reference.size()) << "k " << k;
+      // Labels are dataset indices: exactly the samples of batches k.. were read.
+      std::set<int64_t> later;
+      for (size_t i = static_cast<size_t>(k); i < reference.size(); ++i)
+        for (int64_t l : labels_of(reference[i])) later.insert(l);
+      EXPECT_EQ(data.requested, later) << "k " << k << ", " << workers << " workers";
+    }
+  }
+  o.num_workers = 0;
+  DataLoader bad(full_data, o);
+  EXPECT_LOOM_ERROR(bad.start_epoch(0, 8), "cannot start epoch 0 at batch 8: it has 7 batches");
+  EXPECT_LOOM_ERROR(bad.start_epoch(0, -1), "cannot start epoch 0 at batch -1");
 }
 
 TEST(DataLoader, PrefetchIsBounded) {
