@@ -24,12 +24,20 @@ LossFn cross_entropy_loss() {
   return [](const Tensor& outputs, const Tensor& labels) { return nn::cross_entropy(outputs, labels); };
 }
 
+namespace {
+
+// The predicted class of each row of outputs [B, K], int64 [B]: for a binary head (K = 1),
+// class 1 when the logit is >= 0 (p >= 0.5, as predict decides); else the argmax.
+Tensor predicted_classes(const Tensor& outputs) {
+  return outputs.size(1) == 1 ? ge(outputs.reshape({outputs.size(0)}), 0.0).to(kInt64) : argmax(outputs, 1);
+}
+
+}  // namespace
+
 Tensor count_correct(const Tensor& outputs, const Tensor& labels) {
   LOOM_CHECK(outputs.dim() == 2 && outputs.size(0) == labels.numel(), "count_correct: outputs ",
              shape_str(outputs.shape()), " do not match labels ", shape_str(labels.shape()));
-  const Tensor predicted = outputs.size(1) == 1 ? ge(outputs.reshape({outputs.size(0)}), 0.0).to(kInt64)
-                                                : argmax(outputs, 1);
-  return sum(eq(predicted, labels.reshape({labels.numel()})).to(kFloat32));
+  return sum(eq(predicted_classes(outputs), labels.reshape({labels.numel()})).to(kFloat32));
 }
 
 io::TrainingState TrainContext::capture_state() const {
@@ -175,8 +183,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     correct = correct + count_correct(outputs, batch->labels);
     // confusion[t, p] += 1 for each sample: one_hot(true)^T [K, n] x one_hot(pred) [n, K].
     const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
-    const Tensor predicted = outputs.size(1) == 1 ? ge(outputs.reshape({n}), 0.0).to(kInt64) : argmax(outputs, 1);
-    const Tensor counts = matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted, k));
+    const Tensor counts = matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
     confusion = confusion.defined() ? confusion + counts : counts;
     result.samples += n;
   }
