@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libgtest-dev libgmock-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )
 [ "${LOOM_WITH_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)

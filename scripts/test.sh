@@ -3,12 +3,16 @@
 #   scripts/test.sh              the full build (CUDA too when a toolkit is found); all tests,
 #                                gpu ones skip with a reason where there is no GPU
 #   scripts/test.sh --sanitize   a CPU-only build under AddressSanitizer + UBSan; cpu tests
+#   scripts/test.sh --tsan       a CPU-only build under ThreadSanitizer; the distributed tests
 # Extra arguments after the mode go to ctest (for instance -L gpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=full
-if [ "${1:-}" = "--sanitize" ]; then mode=sanitize; shift; fi
+case "${1:-}" in
+  --sanitize) mode=sanitize; shift ;;
+  --tsan) mode=tsan; shift ;;
+esac
 
 scripts/install-deps.sh
 
@@ -18,12 +22,24 @@ if [ "$mode" = sanitize ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
         -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF
   label=(-L cpu)
+elif [ "$mode" = tsan ]; then
+  build=build-tsan
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
+        -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF
+  label=(-L distributed)
+  targets=(--target distributed_suite)
+  # libgomp is not instrumented, so TSan cannot see OpenMP's own synchronisation and would
+  # report every parallel loop; with one OpenMP thread a loop runs on its caller and what TSan
+  # checks is loom's own threads: the ranks, the backends' workers and watchdogs.
+  export OMP_NUM_THREADS=1
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 else
   build=build
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
   label=()
 fi
-cmake --build "$build" -j "$jobs"
+[ -v targets ] || targets=()
+cmake --build "$build" -j "$jobs" "${targets[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "${label[@]}" "$@"

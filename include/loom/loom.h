@@ -15,4 +15,5 @@
 #include "optim/optim.h"
 #include "data/data.h"
 #include "io/io.h"
+#include "distributed/distributed.h"
 #include "train/train.h"

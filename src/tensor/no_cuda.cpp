@@ -38,6 +38,7 @@ Event::~Event() = default;
 void Event::record(StreamHandle) { detail::throw_no_cuda("Event::record"); }
 void Event::wait(StreamHandle) const { detail::throw_no_cuda("Event::wait"); }
 void Event::synchronize() const { detail::throw_no_cuda("Event::synchronize"); }
+bool Event::query() const { detail::throw_no_cuda("Event::query"); }
 float Event::elapsed_ms(const Event&, const Event&) { detail::throw_no_cuda("Event::elapsed_ms"); }
 DeviceGuard::DeviceGuard(int) : previous_(0) { detail::throw_no_cuda("DeviceGuard"); }
 DeviceGuard::~DeviceGuard() = default;

@@ -27,9 +27,24 @@ class Generator {
   uint64_t offset_ = 0;
 };
 
-// The process-wide generator the factories below use when none is given (thread-safe).
+// The generator the factories below use when none is given: this thread's own while a
+// GeneratorGuard is alive on it (dist::spawn gives each rank one), else the process-wide one
+// (thread-safe). manual_seed seeds that same generator.
 Generator& default_generator();
 void manual_seed(uint64_t seed);
+
+// Makes `generator` this thread's default generator until the guard is destroyed, so ranks
+// running as threads of one process each draw their own numbers.
+class GeneratorGuard {
+ public:
+  explicit GeneratorGuard(Generator& generator);
+  ~GeneratorGuard();
+  GeneratorGuard(const GeneratorGuard&) = delete;
+  GeneratorGuard& operator=(const GeneratorGuard&) = delete;
+
+ private:
+  Generator* previous_;
+};
 
 // Uniform in [0, 1), standard normal, and integers uniform in [low, high).
 Tensor rand(const Shape& shape, const TensorOptions& options = {}, Generator* gen = nullptr);

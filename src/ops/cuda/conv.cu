@@ -42,17 +42,26 @@ size_t workspace_limit(int device) {
 
 std::atomic<int64_t> g_searches{0};
 
-// The cached choice for `key`, or the result of `search` (run once, under the lock).
+// One cache and lock per device: ranks driving different GPUs from threads of one process
+// never wait for each other's searches (key[2] is the device).
+constexpr int kMaxDevices = 64;
+struct AlgoCache {
+  std::mutex mutex;
+  std::map<AlgoKey, AlgoChoice> choices;
+};
+
+// The cached choice for `key`, or the result of `search` (run once, under the device's lock).
 template <typename Search>
 AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
-  static std::mutex mutex;
-  static std::map<AlgoKey, AlgoChoice> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  static AlgoCache caches[kMaxDevices];
+  LOOM_ASSERT(key[2] >= 0 && key[2] < kMaxDevices, "device ", key[2], " outside the algorithm caches");
+  AlgoCache& cache = caches[key[2]];
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.choices.find(key);
+  if (it != cache.choices.end()) return it->second;
   const AlgoChoice choice = search();
   ++g_searches;
-  cache.emplace(key, choice);
+  cache.choices.emplace(key, choice);
   return choice;
 }
 

@@ -122,6 +122,16 @@ void Event::wait(StreamHandle stream) const { LOOM_CUDA_CHECK(cudaStreamWaitEven
 
 void Event::synchronize() const { LOOM_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
+bool Event::query() const {
+  const cudaError_t status = cudaEventQuery(event_);
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();  // "not ready" is an answer, not an error for the next check to find
+    return false;
+  }
+  LOOM_CUDA_CHECK(status);
+  return true;
+}
+
 float Event::elapsed_ms(const Event& start, const Event& end) {
   float ms = 0.0f;
   LOOM_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, end.event_));

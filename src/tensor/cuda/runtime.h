@@ -39,6 +39,7 @@ class Event {
   void record(StreamHandle stream);
   void wait(StreamHandle stream) const;  // `stream` waits for this event
   void synchronize() const;              // the host waits for this event
+  bool query() const;                    // whether the work before the record has finished
   static float elapsed_ms(const Event& start, const Event& end);
 
  private:

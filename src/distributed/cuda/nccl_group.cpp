@@ -1,0 +1,288 @@
+// The NCCL backend of nccl_group.h.
+#include "distributed/nccl_group.h"
+
+#include <nccl.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <thread>
+
+#include "tensor/cuda/check.h"
+#include "tensor/cuda/runtime.h"
+
+#define LOOM_NCCL_CHECK(call) LOOM_LIBRARY_CHECK("NCCL", call, ncclSuccess, ncclGetErrorString)
+
+namespace loom::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t nccl_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return ncclFloat32;
+    case DType::Float64: return ncclFloat64;
+    case DType::Int64: return ncclInt64;
+    case DType::Int32: return ncclInt32;
+    case DType::UInt8: return ncclUint8;
+  }
+  ::loom::detail::throw_unsupported_dtype("NCCL", dtype);
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class NcclGroup : public ProcessGroup {
+ public:
+  NcclGroup(const NcclId& id, int rank, int size, int device, const GroupOptions& options,
+            const std::atomic<bool>* cancel)
+      : ProcessGroup(rank, size, cuda_device(device), options), device_(device) {
+    cuda::DeviceGuard guard(device);
+    stream_ = cuda::create_stream(device);
+    ncclUniqueId uid;
+    static_assert(sizeof(uid) == sizeof(NcclId), "NCCL's unique id changed size");
+    std::memcpy(&uid, id.data(), sizeof(uid));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // a rank that never joins must not block this one forever
+    const Clock::time_point start = Clock::now();
+    const ncclResult_t status = ncclCommInitRankConfig(&comm_, size, uid, rank, &config);
+    if (status != ncclSuccess && status != ncclInProgress) {
+      cuda::destroy_stream(device, stream_);
+      throw Error(detail::concat("loom.dist: ", who(), ": joining the NCCL communicator failed: ",
+                                 ncclGetErrorString(status)));
+    }
+    const std::string failure = settle(start + options.timeout, cancel);
+    if (!failure.empty()) {
+      ncclCommAbort(comm_);
+      cuda::destroy_stream(device, stream_);
+      throw Error(detail::concat("loom.dist: ", who(), ": joining the NCCL communicator of ", size,
+                                 " ranks on cuda:", device, " failed after ", seconds_since(start),
+                                 " s: ", failure));
+    }
+    barrier_buffer_ = zeros({1}, TensorOptions(kFloat32).device(cuda_device(device)));
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  ~NcclGroup() override {
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      stopping_ = true;
+    }
+    watch_changed_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+    try {
+      close();
+    } catch (const std::exception&) {
+      // Nobody is left to tell: the collectives that failed have said so through their works.
+    }
+  }
+
+  const char* backend() const override { return "nccl"; }
+
+ protected:
+  void start(const Collective& c, const WorkPtr& work) override {
+    std::lock_guard<std::mutex> lock(comm_mutex_);
+    if (comm_aborted_) {
+      work->mark_failed(abort_reason());
+      return;
+    }
+    cuda::DeviceGuard guard(device_);
+    // The communication stream starts where the caller's stream is now.
+    cuda::Event ready(device_);
+    ready.record(cuda::current_stream(device_));
+    ready.wait(stream_);
+    const ncclResult_t status = enqueue(c);
+    const std::string failure = status == ncclSuccess || status == ncclInProgress
+                                    ? settle(work->deadline(), nullptr)
+                                    : detail::concat("NCCL: ", ncclGetErrorString(status));
+    if (!failure.empty()) {
+      work->mark_failed(failure);
+      abort_later(failure);
+      return;
+    }
+    auto done = std::make_shared<cuda::Event>(device_);
+    done->record(stream_);
+    work->mark_launched(std::move(done));
+  }
+
+  void on_abort(const std::string&) override {
+    std::lock_guard<std::mutex> lock(comm_mutex_);
+    if (comm_aborted_) return;
+    comm_aborted_ = true;
+    // Ends the kernels that wait for peers, so the streams that waited on them move on.
+    ncclCommAbort(comm_);
+  }
+
+ private:
+  ncclResult_t enqueue(const Collective& c) {
+    const CollectiveInfo& info = c.info;
+    switch (info.kind) {
+      case OpKind::AllReduce:
+        return ncclAllReduce(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
+                             nccl_dtype(info.dtype), nccl_op(info.reduce), comm_, stream_);
+      case OpKind::Broadcast:
+        return ncclBroadcast(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
+                             nccl_dtype(info.dtype), info.root, comm_, stream_);
+      case OpKind::AllGather:
+        return ncclAllGather(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
+                             nccl_dtype(info.dtype), comm_, stream_);
+      case OpKind::ReduceScatter:
+        return ncclReduceScatter(c.input.raw_data(), c.output.raw_data(),
+                                 static_cast<size_t>(c.output.numel()), nccl_dtype(info.dtype),
+                                 nccl_op(info.reduce), comm_, stream_);
+      case OpKind::Barrier:
+        // A one-element all-reduce: done on every rank only once every rank has reached it.
+        return ncclAllReduce(barrier_buffer_.raw_data(), barrier_buffer_.raw_data(), 1, ncclFloat32,
+                             ncclSum, comm_, stream_);
+    }
+    return ncclInvalidArgument;
+  }
+
+  // Waits while the non-blocking communicator is busy (joining, or enqueuing a collective);
+  // returns "" once it is ready, else what went wrong.
+  std::string settle(Clock::time_point deadline, const std::atomic<bool>* cancel) {
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t query = ncclCommGetAsyncError(comm_, &state);
+      if (query != ncclSuccess) return detail::concat("NCCL: ", ncclGetErrorString(query));
+      if (state == ncclSuccess) return {};
+      if (state != ncclInProgress) {
+        return detail::concat("NCCL: ", ncclGetErrorString(state), " (", ncclGetLastError(comm_), ")");
+      }
+      if (cancel && cancel->load()) return "another rank failed first";
+      if (Clock::now() >= deadline) {
+        return "timed out (the group's timeout): a rank never joined or stopped answering";
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  // abort() from another thread: start() holds comm_mutex_, which on_abort() needs.
+  void abort_later(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    pending_abort_ = reason;
+    watch_changed_.notify_all();
+  }
+
+  // The watchdog: completes finished collectives (releasing their tensors), and aborts the
+  // communicator when NCCL reports an error or the oldest collective passes its deadline,
+  // also when nobody waits on the host (DDP only makes streams wait).
+  void watch() {
+    for (;;) {
+      std::string reason;
+      {
+        std::unique_lock<std::mutex> lock(watch_mutex_);
+        watch_changed_.wait_for(lock, std::chrono::milliseconds(2),
+                                [&] { return stopping_ || !pending_abort_.empty(); });
+        if (stopping_) return;
+        reason.swap(pending_abort_);
+      }
+      if (is_aborted()) continue;
+      if (reason.empty()) reason = check_health();
+      if (!reason.empty()) abort(reason);
+    }
+  }
+
+  std::string check_health() {
+    {
+      std::lock_guard<std::mutex> lock(comm_mutex_);
+      if (comm_aborted_) return {};
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        return detail::concat("NCCL reported an error: ", ncclGetErrorString(state), " (",
+                              ncclGetLastError(comm_), ")");
+      }
+    }
+    const std::vector<WorkPtr> pending = in_flight();
+    if (!pending.empty() && Clock::now() >= pending.front()->deadline()) {
+      return detail::concat(pending.front()->info().describe(),
+                            " passed the group's timeout on the device: a peer never joined it");
+    }
+    return {};
+  }
+
+  // Lets the queued collectives finish (each up to its deadline), then finalises; aborts when
+  // one does not finish.
+  void close() {
+    bool finished = true;
+    for (const WorkPtr& w : in_flight()) {
+      while (!w->is_completed()) {
+        if (Clock::now() >= w->deadline()) {
+          finished = false;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      if (!finished) break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(comm_mutex_);
+      if (!comm_aborted_) {
+        if (finished && ncclCommFinalize(comm_) != ncclSuccess) finished = false;
+        if (finished && settle(Clock::now() + options().timeout, nullptr).empty()) {
+          ncclCommDestroy(comm_);
+        } else {
+          ncclCommAbort(comm_);
+        }
+        comm_aborted_ = true;
+      }
+    }
+    barrier_buffer_ = Tensor();
+    cuda::synchronize_stream(stream_);
+    cuda::destroy_stream(device_, stream_);
+  }
+
+  const int device_;
+  cuda::StreamHandle stream_ = nullptr;  // the communication stream
+  ncclComm_t comm_ = nullptr;
+  Tensor barrier_buffer_;
+
+  std::mutex comm_mutex_;  // one thread at a time in NCCL calls on comm_
+  bool comm_aborted_ = false;
+
+  std::thread watchdog_;
+  std::mutex watch_mutex_;
+  std::condition_variable watch_changed_;
+  bool stopping_ = false;
+  std::string pending_abort_;
+};
+
+}  // namespace
+
+NcclId nccl_unique_id() {
+  ncclUniqueId uid;
+  LOOM_NCCL_CHECK(ncclGetUniqueId(&uid));
+  NcclId id;
+  std::memcpy(id.data(), &uid, sizeof(uid));
+  return id;
+}
+
+GroupPtr make_nccl_group(const NcclId& id, int rank, int size, int device,
+                         const GroupOptions& options, const std::atomic<bool>* cancel) {
+  LOOM_CHECK(size >= 1, "make_nccl_group: world size must be at least 1, got ", size);
+  LOOM_CHECK(rank >= 0 && rank < size, "make_nccl_group: rank ", rank, " is outside [0, ", size, ")");
+  LOOM_CHECK(device >= 0 && device < cuda_device_count(), "make_nccl_group: rank ", rank,
+             " asks for cuda:", device, " but ", cuda_device_count(), " CUDA devices are visible");
+  return std::make_shared<NcclGroup>(id, rank, size, device, options, cancel);
+}
+
+std::string nccl_version() {
+  int version = 0;
+  LOOM_NCCL_CHECK(ncclGetVersion(&version));
+  // NCCL_VERSION(X,Y,Z) is X*10000 + Y*100 + Z since 2.9.
+  return detail::concat(version / 10000, ".", (version / 100) % 100, ".", version % 100);
+}
+
+}  // namespace loom::dist

@@ -1,0 +1,71 @@
+// How a program becomes the ranks of a job: dist::spawn runs one thread per rank in this
+// process; init_from_environment joins a job whose processes a launcher started (mpirun, srun,
+// or anything that sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, as torchrun and Kubernetes
+// operators do). Without a launcher a program is a world of one, not an error.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "distributed/process_group.h"
+
+namespace loom::dist {
+
+enum class Backend { Auto, Threads, Nccl, Mpi, Tcp };
+const char* backend_name(Backend backend);   // "auto", "threads", "nccl", "mpi", "tcp"
+Backend parse_backend(const std::string& name);  // throws naming the accepted names
+// Whether this build has the backend (MPI is optional at build time, NCCL comes with CUDA).
+bool backend_available(Backend backend);
+
+struct SpawnOptions {
+  // Auto: NCCL with rank r on cuda:r for a CUDA device, threads for the CPU. Threads with a CUDA
+  // device puts every rank on that one GPU (how one GPU tests the multi-rank rules).
+  Backend backend = Backend::Auto;
+  GroupOptions group;
+  // OpenMP threads of each rank's CPU ops; 0: the process's threads divided among the ranks
+  // (at least one), so N ranks do not oversubscribe the cores N times.
+  int cpu_threads_per_rank = 0;
+};
+
+// Runs fn(group) for ranks 0..world_size-1, each on its own thread with its own current device,
+// its own CUDA stream (ranks that share a GPU run concurrently) and its own default random
+// generator, seeded from the caller's seed and the rank (rank 0 keeps the seed itself). If a
+// rank throws, the group is aborted (the other ranks' pending and later collectives fail at
+// once), every thread is joined, and the first rank's exception reaches the caller as a
+// loom::Error naming that rank. Throws before starting anything when the world size is below
+// 1 or above the GPUs present for NCCL.
+void spawn(int world_size, Device device, const std::function<void(ProcessGroup&)>& fn,
+           const SpawnOptions& options = {});
+
+// Where this process sits in a job, as its launcher says.
+struct LaunchEnvironment {
+  std::string launcher = "none";  // "none", "mpirun", "srun", "env" (RANK/WORLD_SIZE)
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // picks the GPU: cuda:local_rank
+  int local_world_size = 1;
+  std::string master_addr;  // the TCP rendezvous: rank 0 listens there
+  int master_port = 0;
+};
+
+// Reads Open MPI's (OMPI_COMM_WORLD_*), Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+// the first host of SLURM_STEP_NODELIST) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT) variables, in that order; MASTER_ADDR/MASTER_PORT, when set, name
+// the rendezvous under any launcher. Throws naming the variable when a value is malformed.
+LaunchEnvironment read_launch_environment();
+
+// Joins the job this process belongs to and returns its group for tensors on `device`:
+//   CPU:  MPI under mpirun when loom was built with MPI, else the TCP backend through the
+//         rendezvous store on MASTER_ADDR:MASTER_PORT;
+//   CUDA: NCCL on cuda:local_rank (the device index of `device` is ignored), its unique id sent
+//         by MPI or the TCP store.
+// `backend` forces one (Auto chooses as above). Without a launcher: a group of one rank.
+// Every rank's default random generator is then seeded from its seed and the rank, as spawn
+// does, so both launches draw the same numbers.
+GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options = {},
+                               Backend backend = Backend::Auto);
+
+// The seed rank `rank` derives from `seed`: rank 0 keeps it, the others get a mix of both.
+uint64_t rank_seed(uint64_t seed, int rank);
+
+}  // namespace loom::dist

@@ -1,0 +1,21 @@
+// The CUDA parts of loom::dist in a build without CUDA: a clear error, never a fallback.
+#include "distributed/nccl_group.h"
+#include "distributed/reduce_buffers.h"
+#include "tensor/primitives.h"
+
+namespace loom::dist {
+
+NcclId nccl_unique_id() { loom::detail::throw_no_cuda("nccl_unique_id"); }
+
+GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&, const std::atomic<bool>*) {
+  loom::detail::throw_no_cuda("the NCCL backend");
+}
+
+std::string nccl_version() { return "none"; }
+
+void reduce_buffers_cuda(void*, const std::vector<const void*>&, int64_t, DType, ReduceOp,
+                         cuda::StreamHandle) {
+  loom::detail::throw_no_cuda("reduce_buffers_cuda");
+}
+
+}  // namespace loom::dist

@@ -1,0 +1,10 @@
+// Stands in for src/distributed/mpi/ in a build without MPI.
+#include "distributed/mpi/mpi_group.h"
+
+namespace loom::dist {
+
+GroupPtr make_mpi_group(const GroupOptions& /*options*/) {
+  throw Error("loom was built without MPI (install libopenmpi-dev and rebuild)");
+}
+
+}  // namespace loom::dist

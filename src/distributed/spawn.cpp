@@ -1,0 +1,176 @@
+// dist::spawn: one thread per rank in this process (see launch.h).
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "distributed/launch.h"
+#include "distributed/nccl_group.h"
+#include "distributed/threads_group.h"
+#include "tensor/cuda/runtime.h"
+#include "tensor/random.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace loom::dist {
+
+namespace {
+
+// The first failure of any rank, and the groups to abort when it happens.
+class SpawnState {
+ public:
+  explicit SpawnState(int world_size) : groups_(static_cast<size_t>(world_size)) {}
+
+  // A rank's group while it runs (null once it is done), so a failure elsewhere can abort it.
+  void set_group(int rank, GroupPtr group) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_ && group) group->abort(reason_);
+    groups_[static_cast<size_t>(rank)] = std::move(group);
+  }
+
+  void fail(int rank, const std::string& what) {
+    std::vector<GroupPtr> groups;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed_) return;
+      failed_ = true;
+      first_rank_ = rank;
+      first_what_ = what;
+      reason_ = detail::concat("rank ", rank, " failed: ", what);
+      groups = groups_;
+      cancel_ = true;
+    }
+    for (const GroupPtr& g : groups) {
+      if (g) g->abort(reason_);
+    }
+  }
+
+  const std::atomic<bool>* cancel() const { return &cancel_; }
+
+  void rethrow_first() {
+    if (!failed_) return;
+    throw Error(detail::concat("loom.dist.spawn: rank ", first_rank_, " failed: ", first_what_));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<GroupPtr> groups_;
+  bool failed_ = false;
+  int first_rank_ = -1;
+  std::string first_what_, reason_;
+  std::atomic<bool> cancel_{false};
+};
+
+// A rank's own CUDA stream, drained and destroyed when the rank is done.
+struct StreamOwner {
+  int device;
+  cuda::StreamHandle handle;
+  explicit StreamOwner(int index) : device(index), handle(cuda::create_stream(index)) {}
+  ~StreamOwner() {
+    try {
+      cuda::synchronize_stream(handle);
+      cuda::destroy_stream(device, handle);
+    } catch (const Error&) {
+      // The rank's own error, if any, has already been recorded.
+    }
+  }
+  StreamOwner(const StreamOwner&) = delete;
+  StreamOwner& operator=(const StreamOwner&) = delete;
+};
+
+Backend resolve(Backend backend, Device device) {
+  if (backend == Backend::Auto) return device.is_cuda() ? Backend::Nccl : Backend::Threads;
+  LOOM_CHECK(backend == Backend::Threads || backend == Backend::Nccl, "spawn: ranks are threads, so ",
+             "the backend must be threads or nccl, not ", backend_name(backend),
+             " (start processes with mpirun or torchrun for that)");
+  LOOM_CHECK(backend != Backend::Nccl || device.is_cuda(),
+             "spawn: the NCCL backend needs a CUDA device, got ", device.str());
+  return backend;
+}
+
+int threads_per_rank(const SpawnOptions& options, int world_size) {
+  if (options.cpu_threads_per_rank > 0) return options.cpu_threads_per_rank;
+#if defined(_OPENMP)
+  return std::max(1, omp_get_max_threads() / world_size);
+#else
+  (void)world_size;
+  return 1;
+#endif
+}
+
+}  // namespace
+
+void spawn(int world_size, Device device, const std::function<void(ProcessGroup&)>& fn,
+           const SpawnOptions& options) {
+  LOOM_CHECK(world_size >= 1, "spawn: the world size must be at least 1, got ", world_size);
+  const Backend backend = resolve(options.backend, device);
+  if (device.is_cuda()) {
+    LOOM_CHECK(built_with_cuda(), "spawn: ", device.str(), " asked for, but loom was built without CUDA");
+    const int needed = backend == Backend::Nccl ? world_size : device.index + 1;
+    LOOM_CHECK(needed <= cuda_device_count(), "spawn: ", world_size, " ranks over ",
+               backend_name(backend), " need ", needed, " GPUs but ", cuda_device_count(),
+               " are visible", backend == Backend::Nccl
+                   ? " (the threads backend puts several ranks on one GPU)" : "");
+  }
+
+  SpawnState state(world_size);
+  std::vector<GroupPtr> thread_groups;
+  NcclId nccl_id{};
+  if (backend == Backend::Threads) {
+    thread_groups = make_threads_groups(world_size, device, options.group);
+    for (int r = 0; r < world_size; ++r) state.set_group(r, thread_groups[static_cast<size_t>(r)]);
+  } else {
+    cuda::DeviceGuard guard(0);
+    nccl_id = nccl_unique_id();
+  }
+  const uint64_t seed = default_generator().seed();
+  const int omp_threads = threads_per_rank(options, world_size);
+
+  auto run_rank = [&](int rank) {
+    GroupPtr group;
+    try {
+      Generator generator(rank_seed(seed, rank));
+      GeneratorGuard generator_guard(generator);
+#if defined(_OPENMP)
+      omp_set_num_threads(omp_threads);
+#endif
+      if (device.is_cuda()) {
+        const int index = backend == Backend::Nccl ? rank : device.index;
+        cuda::DeviceGuard device_guard(index);
+        // Each rank its own compute stream, so ranks sharing a GPU run side by side.
+        StreamOwner stream(index);
+        cuda::StreamGuard stream_guard(index, stream.handle);
+        if (backend == Backend::Threads) {
+          group = thread_groups[static_cast<size_t>(rank)];
+        } else {
+          group = make_nccl_group(nccl_id, rank, world_size, index, options.group, state.cancel());
+          state.set_group(rank, group);
+        }
+        fn(*group);
+        cuda::synchronize_stream(stream.handle);
+      } else {
+        group = thread_groups[static_cast<size_t>(rank)];
+        fn(*group);
+      }
+    } catch (const std::exception& e) {
+      state.fail(rank, e.what());
+    } catch (...) {
+      state.fail(rank, "an exception that is not a std::exception");
+    }
+    // A communicator is torn down on its own rank's thread, beside the others' (NCCL's
+    // finalisation may need every rank at once).
+    state.set_group(rank, nullptr);
+    group.reset();
+  };
+
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) threads.emplace_back(run_rank, r);
+  for (std::thread& t : threads) t.join();
+  state.rethrow_first();
+}
+
+}  // namespace loom::dist
