@@ -2,7 +2,10 @@
 // step on random inputs, as a user's loop runs them. Median of --iters steps after --warmup;
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
-//                    [--warmup 20] [--iters 100] [--json]
+//                    [--warmup 20] [--iters 100] [--ddp] [--json]
+// --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
+// (NCCL on a GPU, the threads backend on the CPU): plain and DDP steps alternate in blocks, so
+// both see the same clocks, and the row gives DDP's overhead over the plain model.
 // Output follows nccl-tests: '#' lines give the setup, then one row per configuration.
 #include <loom/loom.h>
 
@@ -11,9 +14,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <thread>
 
 namespace nn = loom::nn;
+namespace dist = loom::dist;
 
 namespace {
 
@@ -28,6 +34,74 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// A model (plain, or wrapped in DDP) with its optimizer and one step of training.
+struct Trainee {
+  std::shared_ptr<nn::Module> model;
+  std::unique_ptr<loom::optim::Adam> optimizer;
+  void step(const loom::Tensor& images, const loom::Tensor& labels) {
+    loom::Tensor loss = nn::binary_cross_entropy_with_logits(model->forward(images), labels);
+    optimizer->zero_grad();
+    loss.backward();
+    optimizer->step();
+  }
+};
+
+Trainee make_trainee(const std::string& name, loom::Device device, dist::GroupPtr group) {
+  loom::manual_seed(1);  // the same weights for the plain and the wrapped model
+  Trainee t;
+  t.model = make_model(name);
+  t.model->to(device);
+  t.model->train();
+  if (group) t.model = std::make_shared<dist::DistributedDataParallel>(t.model, group);
+  t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
+                                                    loom::optim::GroupOptions().with_lr(1e-3));
+  return t;
+}
+
+// Per-step milliseconds of `n` steps: CUDA events around each on the GPU, the host clock on the CPU.
+std::vector<double> time_steps(const std::function<void()>& step, int n, loom::Device device) {
+  std::vector<double> ms;
+  if (device.is_cuda()) {
+    const int d = device.index;
+    loom::cuda::synchronize(d);
+    std::vector<std::unique_ptr<loom::cuda::Event>> marks;
+    for (int i = 0; i <= n; ++i) marks.push_back(std::make_unique<loom::cuda::Event>(d));
+    auto stream = loom::cuda::current_stream(d);
+    marks[0]->record(stream);
+    for (int i = 0; i < n; ++i) {
+      step();
+      marks[i + 1]->record(stream);
+    }
+    marks[n]->synchronize();
+    for (int i = 0; i < n; ++i) ms.push_back(loom::cuda::Event::elapsed_ms(*marks[i], *marks[i + 1]));
+  } else {
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  return ms;
+}
+
+void print_row(bool json, const std::string& model, int64_t batch, loom::Device device,
+               const std::string& variant, const std::vector<double>& ms, int iters, double overhead) {
+  const double med = median(ms), best = *std::min_element(ms.begin(), ms.end());
+  if (json) {
+    std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
+                "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d",
+                model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
+                med, best, iters);
+    if (variant == "ddp") std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
+    std::printf("}\n");
+  } else {
+    std::printf("%-12s %6lld %-8s %-6s %12.4f %12.4f", model.c_str(), static_cast<long long>(batch),
+                device.str().c_str(), variant.c_str(), med, best);
+    if (variant == "ddp") std::printf(" %+9.2f%%", overhead);
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,68 +109,59 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100;
-  bool json = false;
+  bool json = false, ddp = false;
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", device_name);
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 100000));
   app.add_option("--iters", iters)->check(CLI::Range(1, 100000));
+  app.add_flag("--ddp", ddp, "also time the model inside DistributedDataParallel (one rank)");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
   try {
     const loom::Device device(device_name);
     loom::manual_seed(1);
-    auto model = make_model(model_name);
-    model->to(device);
-    model->train();
-    loom::optim::Adam optimizer(model->parameters(), loom::optim::GroupOptions().with_lr(1e-3));
     // Random (never zero) inputs; labels 0/1.
     const loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
     const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
-    auto step = [&] {
-      loom::Tensor loss = nn::binary_cross_entropy_with_logits(model->forward(images), labels);
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
-    };
-
-    std::vector<double> ms;
-    for (int i = 0; i < warmup; ++i) step();
-    if (device.is_cuda()) {
-      const int d = device.index;
-      loom::cuda::synchronize(d);
-      std::vector<std::unique_ptr<loom::cuda::Event>> marks;
-      for (int i = 0; i <= iters; ++i) marks.push_back(std::make_unique<loom::cuda::Event>(d));
-      auto stream = loom::cuda::current_stream(d);
-      marks[0]->record(stream);
-      for (int i = 0; i < iters; ++i) {
-        step();
-        marks[i + 1]->record(stream);
-      }
-      marks[iters]->synchronize();
-      for (int i = 0; i < iters; ++i) ms.push_back(loom::cuda::Event::elapsed_ms(*marks[i], *marks[i + 1]));
-    } else {
-      for (int i = 0; i < iters; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        step();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    Trainee plain = make_trainee(model_name, device, nullptr);
+    Trainee wrapped;
+    dist::GroupPtr group;
+    if (ddp) {
+      group = device.is_cuda() ? dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index)
+                               : dist::make_threads_groups(1, device)[0];
+      wrapped = make_trainee(model_name, device, group);
+    }
+    for (int i = 0; i < warmup; ++i) {
+      plain.step(images, labels);
+      if (ddp) wrapped.step(images, labels);
+    }
+    // Alternating blocks: a clock change or a neighbour's load falls on both variants alike.
+    const int blocks = ddp ? 5 : 1;
+    std::vector<double> plain_ms, ddp_ms;
+    for (int b = 0; b < blocks; ++b) {
+      const int n = iters / blocks + (b < iters % blocks ? 1 : 0);
+      const auto p = time_steps([&] { plain.step(images, labels); }, n, device);
+      plain_ms.insert(plain_ms.end(), p.begin(), p.end());
+      if (ddp) {
+        const auto d = time_steps([&] { wrapped.step(images, labels); }, n, device);
+        ddp_ms.insert(ddp_ms.end(), d.begin(), d.end());
       }
     }
-    const double med = median(ms);
-    if (json) {
-      std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
-                  "\"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d}\n",
-                  model_name.c_str(), static_cast<long long>(batch), device.str().c_str(), med,
-                  *std::min_element(ms.begin(), ms.end()), iters);
-    } else {
+    if (!json) {
       std::printf("# loom train_step_bench: forward + BCE-with-logits + backward + Adam, random inputs\n");
-      std::printf("# device %s, warmup %d, iters %d, CPU threads %u\n", device.str().c_str(), warmup,
-                  iters, std::thread::hardware_concurrency());
-      std::printf("%-12s %6s %-8s %12s %12s\n", "model", "batch", "device", "median_ms", "min_ms");
-      std::printf("%-12s %6lld %-8s %12.4f %12.4f\n", model_name.c_str(), static_cast<long long>(batch),
-                  device.str().c_str(), med, *std::min_element(ms.begin(), ms.end()));
+      std::printf("# device %s, warmup %d, iters %d, CPU threads %u%s\n", device.str().c_str(), warmup,
+                  iters, std::thread::hardware_concurrency(),
+                  ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
+      std::printf("%-12s %6s %-8s %-6s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
+                  "min_ms", ddp ? "  overhead" : "");
+    }
+    print_row(json, model_name, batch, device, "plain", plain_ms, iters, 0.0);
+    if (ddp) {
+      const double overhead = 100.0 * (median(ddp_ms) / median(plain_ms) - 1.0);
+      print_row(json, model_name, batch, device, "ddp", ddp_ms, iters, overhead);
     }
     return 0;
   } catch (const loom::Error& e) {

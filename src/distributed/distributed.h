@@ -1,6 +1,7 @@
 // loom::dist in one include: process groups, their backends and the launches.
 #pragma once
 
+#include "distributed/ddp.h"
 #include "distributed/launch.h"
 #include "distributed/nccl_group.h"
 #include "distributed/process_group.h"

@@ -1,4 +1,5 @@
 // The CUDA parts of loom::dist in a build without CUDA: a clear error, never a fallback.
+#include "distributed/flat_copy.h"
 #include "distributed/nccl_group.h"
 #include "distributed/reduce_buffers.h"
 #include "tensor/primitives.h"
@@ -12,6 +13,8 @@ GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&, cons
 }
 
 std::string nccl_version() { return "none"; }
+
+void copy_all_cuda(const std::vector<FlatCopy>&, int) { loom::detail::throw_no_cuda("copy_all_cuda"); }
 
 void reduce_buffers_cuda(void*, const std::vector<const void*>&, int64_t, DType, ReduceOp,
                          cuda::StreamHandle) {

@@ -19,8 +19,8 @@ bool check_requested_by_environment() {
 // The fingerprint of a collective: what every rank must agree on.
 constexpr int kFingerprintSize = 8;
 void fingerprint(const CollectiveInfo& info, int64_t* out) {
-  int64_t shape_hash = 1469598103934665603LL;
-  for (int64_t d : info.shape) shape_hash = (shape_hash ^ d) * 1099511628211LL;
+  uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the sizes (unsigned: it wraps)
+  for (int64_t d : info.shape) shape_hash = (shape_hash ^ static_cast<uint64_t>(d)) * 1099511628211ull;
   out[0] = static_cast<int64_t>(info.kind);
   out[1] = static_cast<int64_t>(info.sequence);
   out[2] = info.kind == OpKind::AllReduce || info.kind == OpKind::ReduceScatter
@@ -29,7 +29,7 @@ void fingerprint(const CollectiveInfo& info, int64_t* out) {
   out[4] = static_cast<int64_t>(info.dtype);
   out[5] = static_cast<int64_t>(info.shape.size());
   out[6] = numel_of(info.shape);
-  out[7] = shape_hash;
+  out[7] = static_cast<int64_t>(shape_hash);
 }
 
 // Decodes a fingerprint back into words (the shape itself is not carried: its size and element

@@ -35,8 +35,11 @@ struct Header {
   int64_t numel;
   uint64_t sequence;
 };
-constexpr size_t kHeaderAt = 1;  // after the 'C'
+// After the 'C' and padding: the payload starts 32 bytes into a heap string (aligned to 16 by
+// malloc), so the reduction reads every dtype at its natural alignment.
+constexpr size_t kHeaderAt = 8;
 constexpr size_t kPayloadAt = kHeaderAt + sizeof(Header);
+static_assert(kPayloadAt % 16 == 0, "the payload must stay aligned for every dtype");
 
 Header header_of(const CollectiveInfo& info) {
   Header h{};

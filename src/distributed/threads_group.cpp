@@ -159,6 +159,7 @@ class ThreadsWorld {
     const CollectiveInfo& info = all[0].info;
     switch (info.kind) {
       case OpKind::AllReduce: {
+        if (size_ == 1) break;  // a reduction over one rank is the tensor itself
         const size_t bytes = all[0].input.nbytes();
         Tensor sum = empty(all[0].input.shape(), TensorOptions(info.dtype));
         reduce_buffers_cpu(sum.raw_data(), inputs(all), all[0].input.numel(), info.dtype, info.reduce);
@@ -204,6 +205,7 @@ class ThreadsWorld {
     };
     switch (info.kind) {
       case OpKind::AllReduce: {
+        if (size_ == 1) break;  // a reduction over one rank is the tensor itself
         // Allocated on the communication stream, so its reuse is ordered after these kernels.
         Tensor sum = empty(all[0].input.shape(), TensorOptions(info.dtype).device(device_));
         reduce_buffers_cuda(sum.raw_data(), inputs(all), sum.numel(), info.dtype, info.reduce, stream_);

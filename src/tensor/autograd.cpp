@@ -14,6 +14,29 @@ namespace {
 
 std::atomic<uint64_t> next_sequence_nr{0};
 thread_local bool grad_mode = true;
+// The callbacks of the backward running on this thread (null when none is).
+thread_local std::vector<std::function<void()>>* backward_callbacks = nullptr;
+
+// Installs a backward's callback list for its duration (a hook may run a nested backward).
+class CallbackScope {
+ public:
+  CallbackScope() : previous_(backward_callbacks) { backward_callbacks = &callbacks_; }
+  ~CallbackScope() { backward_callbacks = previous_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  // Runs the queued callbacks, also those a callback queues.
+  void run() {
+    for (size_t i = 0; i < callbacks_.size(); ++i) {
+      std::function<void()> callback = std::move(callbacks_[i]);
+      callback();
+    }
+    callbacks_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
 
 // The node a gradient for `t` flows into: its grad_fn, or (for a leaf that requires grad)
 // the leaf's AccumulateGrad, shared by every op that uses the leaf.
@@ -72,7 +95,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     detail::accumulate(leaf.grad, grad_output);
   }
   Tensor handle(leaf_);
-  for (auto& hook : leaf.post_accumulate_hooks) hook(handle);
+  for (auto& entry : leaf.post_accumulate_hooks) entry.second(handle);
   return {};
 }
 
@@ -124,6 +147,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                root.dtype(), " on ", root.device());
   }
   NoGradGuard no_grad;  // backward itself is not recorded (no higher-order gradients)
+  CallbackScope callbacks;
 
   const Edge root_edge = edge_of(root);
   // Count, for every node reachable from the root, how many edges lead into it.
@@ -176,6 +200,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     }
     if (!retain_graph) node->release();
   }
+  callbacks.run();
+}
+
+void queue_backward_callback(std::function<void()> callback) {
+  LOOM_CHECK(backward_callbacks != nullptr,
+             "queue_backward_callback: no backward() is running on this thread");
+  backward_callbacks->push_back(std::move(callback));
 }
 
 }  // namespace loom

@@ -89,7 +89,14 @@ Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inp
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs,
               BackwardFn backward);
 
-// The engine: differentiates `root` with respect to every leaf in its graph.
+// The engine: differentiates `root` with respect to every leaf in its graph, then runs the
+// callbacks queued during it.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+
+// Runs `callback` on this thread once the backward() now running has gone through the whole
+// graph, before backward() returns; called from a hook (DistributedDataParallel makes the
+// compute stream wait for its all-reduces there). Callbacks run in the order they were queued;
+// a backward that throws drops them. Throws when no backward is running on this thread.
+void queue_backward_callback(std::function<void()> callback);
 
 }  // namespace loom

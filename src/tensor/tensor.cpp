@@ -1,6 +1,7 @@
 // Tensor's accessors, copies between devices and dtypes, and the autograd fields.
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "tensor/autograd.h"
@@ -219,11 +220,25 @@ Tensor Tensor::detach() const {
   return as_strided(shape(), impl_->strides, impl_->offset);
 }
 
-void Tensor::register_post_accumulate_hook(PostAccumulateHook hook) {
+uint64_t Tensor::register_post_accumulate_hook(PostAccumulateHook hook) {
   check_defined("register_post_accumulate_hook");
   LOOM_CHECK(is_leaf() && impl_->requires_grad,
              "register_post_accumulate_hook: only leaves that require grad accumulate gradients");
-  impl_->post_accumulate_hooks.push_back(std::move(hook));
+  static std::atomic<uint64_t> next_handle{1};
+  const uint64_t handle = next_handle++;
+  impl_->post_accumulate_hooks.emplace_back(handle, std::move(hook));
+  return handle;
+}
+
+void Tensor::remove_post_accumulate_hook(uint64_t handle) {
+  check_defined("remove_post_accumulate_hook");
+  auto& hooks = impl_->post_accumulate_hooks;
+  for (auto it = hooks.begin(); it != hooks.end(); ++it) {
+    if (it->first == handle) {
+      hooks.erase(it);
+      return;
+    }
+  }
 }
 
 }  // namespace loom

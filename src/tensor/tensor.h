@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensor/device.h"
@@ -120,7 +121,9 @@ class Tensor {
   // hold one element. retain_graph keeps saved tensors for another backward().
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   Tensor detach() const;  // same storage, no history
-  void register_post_accumulate_hook(PostAccumulateHook hook);
+  // Returns a handle for remove_post_accumulate_hook (which ignores handles already removed).
+  uint64_t register_post_accumulate_hook(PostAccumulateHook hook);
+  void remove_post_accumulate_hook(uint64_t handle);
 
   // --- misc ------------------------------------------------------------------------------
   std::string str() const;  // like PyTorch's repr
@@ -150,7 +153,7 @@ struct TensorImpl {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;  // the leaf's AccumulateGrad node, while a graph uses it
-  std::vector<PostAccumulateHook> post_accumulate_hooks;
+  std::vector<std::pair<uint64_t, PostAccumulateHook>> post_accumulate_hooks;  // (handle, hook)
 };
 
 // --- factories ---------------------------------------------------------------------------

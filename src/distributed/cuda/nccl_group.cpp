@@ -125,12 +125,20 @@ class NcclGroup : public ProcessGroup {
   }
 
  private:
+  // NCCL's reduction for `op`. Over one rank the mean is the sum itself, bit for bit; saying so
+  // also steps around NCCL 2.28.3, whose out-of-place ncclAvg on float64 leaves every element
+  // past the millionth unwritten when the world has one rank (seen on the H200 machines, not in
+  // 2.28.9).
+  ncclRedOp_t reduction(ReduceOp op) const {
+    return nccl_op(op == ReduceOp::Avg && size() == 1 ? ReduceOp::Sum : op);
+  }
+
   ncclResult_t enqueue(const Collective& c) {
     const CollectiveInfo& info = c.info;
     switch (info.kind) {
       case OpKind::AllReduce:
         return ncclAllReduce(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
-                             nccl_dtype(info.dtype), nccl_op(info.reduce), comm_, stream_);
+                             nccl_dtype(info.dtype), reduction(info.reduce), comm_, stream_);
       case OpKind::Broadcast:
         return ncclBroadcast(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
                              nccl_dtype(info.dtype), info.root, comm_, stream_);
@@ -140,7 +148,7 @@ class NcclGroup : public ProcessGroup {
       case OpKind::ReduceScatter:
         return ncclReduceScatter(c.input.raw_data(), c.output.raw_data(),
                                  static_cast<size_t>(c.output.numel()), nccl_dtype(info.dtype),
-                                 nccl_op(info.reduce), comm_, stream_);
+                                 reduction(info.reduce), comm_, stream_);
       case OpKind::Barrier:
         // A one-element all-reduce: done on every rank only once every rank has reached it.
         return ncclAllReduce(barrier_buffer_.raw_data(), barrier_buffer_.raw_data(), 1, ncclFloat32,

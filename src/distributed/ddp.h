@@ -1,0 +1,92 @@
+// DistributedDataParallel: a Module that wraps a model so that N ranks train it as one. At
+// construction every rank's parameters are checked against rank 0's and set to rank 0's
+// values; during backward each bucket of gradients is averaged across ranks as soon as its
+// last gradient is ready, while the rest of backward goes on; before backward returns, the
+// compute stream waits (an event, not the host) for every bucket, so the optimizer step is
+// unchanged. Gradients live in one flat arena per (device, dtype), in reverse registration
+// order, so a bucket is a contiguous slice that NCCL reduces in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "nn/module.h"
+
+namespace loom::dist {
+
+struct DdpOptions {
+  // All gradients in one bucket when they total less than this; otherwise a first bucket of
+  // first_bucket_bytes (backward's first gradients start communicating early) and then
+  // buckets of bucket_bytes. A parameter is never split across buckets.
+  size_t single_bucket_bytes = size_t(4) << 20;
+  size_t first_bucket_bytes = size_t(1) << 20;
+  size_t bucket_bytes = size_t(25) << 20;
+  // A parameter that gets no gradient in a backward is an error naming it, unless this is set:
+  // then it is reduced with the gradient it holds (zeros after zero_grad).
+  bool find_unused_parameters = false;
+  // Rank 0's buffers (BatchNorm's running statistics) are sent to every rank before each
+  // forward in training mode, as PyTorch does.
+  bool broadcast_buffers = true;
+};
+
+// One bucket of the layout, for reports and tests.
+struct BucketInfo {
+  Device device;
+  DType dtype = kFloat32;
+  int64_t offset = 0;  // elements into its arena
+  int64_t numel = 0;   // elements, padding included
+  std::vector<std::string> parameters;  // in the order backward usually fills them
+};
+
+// What the last backward did, for tests and benchmarks.
+struct DdpStepStats {
+  int buckets = 0;
+  int launched_during_backward = 0;  // all-reduces started from gradient hooks
+  int launched_at_end = 0;           // started by the end-of-backward callback
+};
+
+class DistributedDataParallel : public nn::Module {
+ public:
+  // Throws on every rank, naming the first difference and the ranks, when the ranks' models
+  // differ in parameter names, shapes or dtypes; and when a parameter is not on the group's
+  // device.
+  DistributedDataParallel(nn::ModulePtr module, GroupPtr group, DdpOptions options = {});
+  ~DistributedDataParallel() override;
+
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "DistributedDataParallel"; }
+
+  // The wrapped model (save this one: its parameters are the trained ones on every rank).
+  const nn::ModulePtr& module() const { return module_; }
+  ProcessGroup& group() const { return *group_; }
+  const std::vector<BucketInfo>& buckets() const;
+  DdpStepStats last_step() const;
+
+  // While a NoSync lives, backward only accumulates gradients locally (gradient accumulation);
+  // the first backward after it averages what was accumulated.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp);
+    ~NoSync();
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool previous_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  struct Reducer;  // the bucketing and hook state, in ddp.cpp
+
+ private:
+  nn::ModulePtr module_;
+  GroupPtr group_;
+  std::unique_ptr<Reducer> reducer_;
+};
+
+}  // namespace loom::dist
