@@ -234,7 +234,7 @@ class ThreadsWorld {
       case OpKind::Barrier:
         break;
     }
-    auto done = std::make_shared<cuda::Event>(device);
+    auto done = std::make_shared<cuda::Event>(device, false);
     done->record(stream_);
     for (Arrival& a : all) a.work->mark_launched(done);
   }
@@ -263,7 +263,7 @@ class ThreadsGroup : public ProcessGroup {
   void start(const Collective& c, const WorkPtr& work) override {
     Arrival a{c.info, c.input, c.output, work, nullptr};
     if (device().is_cuda()) {
-      a.ready = std::make_shared<cuda::Event>(device().index);
+      a.ready = std::make_shared<cuda::Event>(device().index, false);
       a.ready->record(cuda::current_stream(device().index));
     }
     world_->arrive(rank(), std::move(a));

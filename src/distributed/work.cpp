@@ -71,6 +71,7 @@ void Work::mark_completed() {
   if (state_ == State::Completed || state_ == State::Failed) return;
   state_ = State::Completed;
   alive_.clear();
+  done_.reset();  // finished on the device too: nothing need wait for it, and the backend may reuse it
   changed_.notify_all();
 }
 

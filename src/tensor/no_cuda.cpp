@@ -33,7 +33,7 @@ StreamHandle create_stream(int) { detail::throw_no_cuda("create_stream"); }
 void destroy_stream(int, StreamHandle) { detail::throw_no_cuda("destroy_stream"); }
 void synchronize(int) { detail::throw_no_cuda("synchronize"); }
 void synchronize_stream(StreamHandle) { detail::throw_no_cuda("synchronize_stream"); }
-Event::Event(int) : device_(0) { detail::throw_no_cuda("Event"); }
+Event::Event(int, bool) : device_(0) { detail::throw_no_cuda("Event"); }
 Event::~Event() = default;
 void Event::record(StreamHandle) { detail::throw_no_cuda("Event::record"); }
 void Event::wait(StreamHandle) const { detail::throw_no_cuda("Event::wait"); }

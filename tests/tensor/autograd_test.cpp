@@ -97,6 +97,37 @@ TEST(Autograd, PostAccumulateHooksSeeTheFinalGradient) {
   EXPECT_LOOM_ERROR(ones({2}).register_post_accumulate_hook([](Tensor&) {}), "only leaves");
 }
 
+TEST(Autograd, RemovedHooksNoLongerRun) {
+  Tensor x = random_leaf({2}, 7);
+  int first = 0, second = 0;
+  const uint64_t a = x.register_post_accumulate_hook([&](Tensor&) { ++first; });
+  x.register_post_accumulate_hook([&](Tensor&) { ++second; });
+  x.clone().backward(from_vector<double>({1, 1}));
+  x.remove_post_accumulate_hook(a);
+  x.remove_post_accumulate_hook(a);  // a second time: nothing happens
+  x.clone().backward(from_vector<double>({1, 1}));
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 2);
+}
+
+TEST(Autograd, QueuedCallbacksRunOnceBackwardHasReachedEveryLeaf) {
+  Tensor x = random_leaf({2}, 8), y = random_leaf({2}, 9);
+  std::vector<std::string> order;
+  x.register_post_accumulate_hook([&](Tensor&) {
+    order.push_back("x");
+    queue_backward_callback([&] {
+      order.push_back(y.grad().defined() ? "end, y done" : "end, y missing");
+      queue_backward_callback([&] { order.push_back("queued by a callback"); });
+    });
+  });
+  y.register_post_accumulate_hook([&](Tensor&) { order.push_back("y"); });
+  (x * y).backward(from_vector<double>({1, 1}));
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[2], "end, y done");
+  EXPECT_EQ(order[3], "queued by a callback");
+  EXPECT_LOOM_ERROR(queue_backward_callback([] {}), "no backward() is running");
+}
+
 TEST(Autograd, GradcheckCatchesAWrongGradient) {
   // A deliberately wrong backward must be reported: the checker itself can fail.
   Tensor x = random_leaf({3}, 7);

@@ -71,6 +71,7 @@ class NcclGroup : public ProcessGroup {
                                  " s: ", failure));
     }
     barrier_buffer_ = zeros({1}, TensorOptions(kFloat32).device(cuda_device(device)));
+    ready_ = std::make_unique<cuda::Event>(device, false);
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -98,10 +99,10 @@ class NcclGroup : public ProcessGroup {
       return;
     }
     cuda::DeviceGuard guard(device_);
-    // The communication stream starts where the caller's stream is now.
-    cuda::Event ready(device_);
-    ready.record(cuda::current_stream(device_));
-    ready.wait(stream_);
+    // The communication stream starts where the caller's stream is now (a wait takes the
+    // event's state when it is queued, so one event serves every collective).
+    ready_->record(cuda::current_stream(device_));
+    ready_->wait(stream_);
     const ncclResult_t status = enqueue(c);
     const std::string failure = status == ncclSuccess || status == ncclInProgress
                                     ? settle(work->deadline(), nullptr)
@@ -111,7 +112,7 @@ class NcclGroup : public ProcessGroup {
       abort_later(failure);
       return;
     }
-    auto done = std::make_shared<cuda::Event>(device_);
+    std::shared_ptr<cuda::Event> done = spare_event();
     done->record(stream_);
     work->mark_launched(std::move(done));
   }
@@ -155,6 +156,20 @@ class NcclGroup : public ProcessGroup {
                              ncclSum, comm_, stream_);
     }
     return ncclInvalidArgument;
+  }
+
+  // An event no unfinished Work holds any more (this pool holds the only reference), else a
+  // new one: creating events costs more than recording them, and every collective needs one.
+  std::shared_ptr<cuda::Event> spare_event() {
+    for (size_t i = 0; i < events_.size(); ++i) {
+      std::shared_ptr<cuda::Event>& e = events_[(next_event_ + i) % events_.size()];
+      if (e.use_count() == 1) {
+        next_event_ = (next_event_ + i + 1) % events_.size();
+        return e;
+      }
+    }
+    events_.push_back(std::make_shared<cuda::Event>(device_, false));
+    return events_.back();
   }
 
   // Waits while the non-blocking communicator is busy (joining, or enqueuing a collective);
@@ -248,6 +263,8 @@ class NcclGroup : public ProcessGroup {
       }
     }
     barrier_buffer_ = Tensor();
+    ready_.reset();
+    events_.clear();
     cuda::synchronize_stream(stream_);
     cuda::destroy_stream(device_, stream_);
   }
@@ -256,6 +273,9 @@ class NcclGroup : public ProcessGroup {
   cuda::StreamHandle stream_ = nullptr;  // the communication stream
   ncclComm_t comm_ = nullptr;
   Tensor barrier_buffer_;
+  std::unique_ptr<cuda::Event> ready_;                  // the caller's stream, at each collective
+  std::vector<std::shared_ptr<cuda::Event>> events_;  // each collective's completion (start() only)
+  size_t next_event_ = 0;
 
   std::mutex comm_mutex_;  // one thread at a time in NCCL calls on comm_
   bool comm_aborted_ = false;

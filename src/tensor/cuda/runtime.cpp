@@ -104,9 +104,9 @@ void synchronize(int device) {
 
 void synchronize_stream(StreamHandle stream) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
-Event::Event(int device) : device_(device) {
+Event::Event(int device, bool timing) : device_(device) {
   DeviceGuard guard(device);
-  LOOM_CUDA_CHECK(cudaEventCreate(&event_));
+  LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }
 
 Event::~Event() {

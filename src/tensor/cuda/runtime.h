@@ -31,7 +31,9 @@ void synchronize_stream(StreamHandle stream);
 // between streams (wait makes a stream wait for the event without blocking the host).
 class Event {
  public:
-  explicit Event(int device);
+  // `timing` false makes an event for ordering only, cheaper to record and wait on (a
+  // communication backend records several a collective); elapsed_ms needs timing ones.
+  explicit Event(int device, bool timing = true);
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
