@@ -19,6 +19,19 @@ namespace loom::testing {
     if (!::loom::cuda_is_available()) GTEST_SKIP() << "no CUDA device on this machine";  \
   } while (0)
 
+// cuDNN's deterministic algorithms while the guard lives (tests that need bitwise
+// reproducible GPU training), then the previous choice again.
+class DeterministicAlgorithmsGuard {
+ public:
+  DeterministicAlgorithmsGuard() : previous_(deterministic()) { set_deterministic(true); }
+  ~DeterministicAlgorithmsGuard() { set_deterministic(previous_); }
+  DeterministicAlgorithmsGuard(const DeterministicAlgorithmsGuard&) = delete;
+  DeterministicAlgorithmsGuard& operator=(const DeterministicAlgorithmsGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 using Function = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct GradcheckOptions {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,16 @@ struct TrainArgs {
   int64_t limit = 0;           // use only the first N training images (0: all)
   bool deterministic = false;  // deterministic GPU algorithms (resume within 1e-5 on the GPU)
   bool print_losses = false;   // one line per step: "step <global step> loss <hex float>"
+  // Training over ranks (launch_plan.h): --gpus N, one thread per GPU over NCCL; --world-size
+  // N, thread ranks on --device (or the job's size under mpirun, srun or a RANK launcher);
+  // --backend auto|threads|nccl|mpi|tcp. Unset: one rank, or the launcher's job.
+  std::optional<int> gpus;
+  std::optional<int> world_size;
+  std::string backend = "auto";
+  // off | linear: the learning rate times the world size (the global batch grows with it),
+  // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
+  std::string scale_lr = "off";
+  int64_t warmup_epochs = 5;
 };
 
 struct EvaluateArgs {

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "launch_plan.h"
 #include "pipeline.h"
+#include "rank_training.h"
 
 namespace loom::catdog {
 
@@ -24,11 +26,11 @@ std::shared_ptr<nn::Sequential> small_cnn() {
 }  // namespace
 
 int train_fashion_fallback(const TrainArgs& args) {
-  const Device device = parse_device(args.device);
-  manual_seed(args.seed);
+  const LaunchPlan plan = plan_launch(args);
+  manual_seed(args.seed);  // before the launch, which derives each rank's seed from it
   data::FashionMnist train_data(data::kFashionMnistDir, true), test_data(data::kFashionMnistDir, false);
   int64_t epochs = args.epochs, limit = args.limit;
-  if (device.is_cpu() && limit == 0) {  // a CPU run stays within minutes
+  if (plan.device.is_cpu() && limit == 0) {  // a CPU run stays within minutes
     epochs = std::min<int64_t>(epochs, 2);
     limit = 8000;
   }
@@ -38,27 +40,39 @@ int train_fashion_fallback(const TrainArgs& args) {
     subset = std::make_unique<Subset>(train_data, limit, args.seed);
     train_set = subset.get();
   }
-  std::cout << "loom-catdog: Fashion-MNIST, " << train_set->size() << " training and "
-            << test_data.size() << " test images, " << epochs << " epochs on " << device.str() << "\n";
+  if (plan.prints()) {
+    std::cout << "loom-catdog: Fashion-MNIST, " << train_set->size() << " training and " << test_data.size()
+              << " test images, " << epochs << " epochs on " << plan.device.str()
+              << ranks_summary(plan, args.batch_size) << "\n";
+  }
 
   io::Preprocessing prep;
   prep.height = prep.width = 28;
   prep.channels = 1;
   prep.class_names = data::FashionMnist::classes();
-  data::DataLoaderOptions options = eval_loader_options(prep, args.batch_size, device, args.workers);
-  options.shuffle = true;
-  options.seed = args.seed;
-  data::DataLoader train_loader(*train_set, options);
-  data::DataLoader test_loader(test_data, eval_loader_options(prep, 256, device, args.workers));
-
-  auto model = small_cnn();
-  model->to(device);
-  optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(args.lr));
-  train::FitOptions fit;
-  fit.epochs = epochs;
-  const train::History history =
-      train::fit(*model, train::cross_entropy_loss(), optimizer, train_loader, &test_loader, fit);
-  io::save_model(args.out, *model, prep);
+  train::History history;
+  run_ranks(plan, [&](const dist::GroupPtr& group) {
+    const RankSetup rank = rank_setup(plan, group);
+    data::DataLoaderOptions options = eval_loader_options(prep, args.batch_size, rank.device, args.workers);
+    options.shuffle = true;
+    options.seed = args.seed;
+    data::DataLoader train_loader(*train_set, data::train_shard_options(options, train_set->size(), rank.shard()));
+    data::DataLoader test_loader(test_data, data::eval_shard_options(eval_loader_options(prep, 256, rank.device, args.workers),
+                                                                     test_data.size(), rank.shard()));
+    // Drawn from each rank's own generator; DDP then gives every rank rank 0's weights.
+    auto model = small_cnn();
+    model->to(rank.device);
+    optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(args.lr));
+    train::FitOptions fit;
+    fit.epochs = epochs;
+    fit.group = rank.group;
+    const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
+    train::History h = train::fit(*trained, train::cross_entropy_loss(), optimizer, train_loader, &test_loader, fit);
+    if (rank.rank != 0) return;
+    io::save_model(args.out, *model, prep);
+    history = std::move(h);
+  });
+  if (!plan.prints()) return 0;
   std::printf("Fashion-MNIST test accuracy: %.4f\n", history.epochs.back().at("val_accuracy"));
   std::cout << "loom-catdog: model saved to " << args.out << "\n";
   return 0;

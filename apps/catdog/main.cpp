@@ -52,7 +52,19 @@ int main(int argc, char** argv) {
   train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--deterministic", t.deterministic, "deterministic GPU algorithms");
-  train->add_flag("--print-losses", t.print_losses, "print every step's loss (syncs each step)");
+  train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");
+  // Unchecked here: run_train names a bad value (--world-size 0) with the flags it conflicts with.
+  int gpus = 0, world_size = 0;
+  auto* gpus_flag = train->add_option("--gpus", gpus, "train on N GPUs, one thread per GPU (cuda:0..N-1, NCCL)");
+  auto* world_flag = train->add_option("--world-size", world_size, "train as N ranks (threads of this "
+                                       "process on --device; under mpirun/srun/torchrun: the job's size)");
+  train->add_option("--backend", t.backend, "auto, threads, nccl, mpi or tcp (threads: several ranks may "
+                    "share one GPU; mpi, tcp: processes started by a launcher)")->capture_default_str();
+  train->add_option("--scale-lr", t.scale_lr, "off, or linear: --lr times the world size (the global "
+                    "batch is world size x --batch-size), after a linear warmup")
+      ->check(CLI::IsMember({"off", "linear"}))->capture_default_str();
+  train->add_option("--warmup-epochs", t.warmup_epochs, "epochs of the --scale-lr linear warmup")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}))->capture_default_str();
 
   EvaluateArgs e;
   auto* evaluate = app.add_subcommand("evaluate", "accuracy, loss and confusion matrix of a model file");
@@ -71,6 +83,8 @@ int main(int argc, char** argv) {
   predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)");
 
   CLI11_PARSE(app, argc, argv);
+  if (gpus_flag->count() > 0) t.gpus = gpus;
+  if (world_flag->count() > 0) t.world_size = world_size;
   try {
     if (*train) return run_train(t);
     if (*evaluate) return run_evaluate(e);

@@ -1,8 +1,8 @@
 // `loom-catdog train`: the seed's recipe (Adam, binary cross-entropy, Keras augmentation) on
-// folders of photographs, with the resize, weight decay and LR schedule as flags, with checkpoints, resume, metrics logs and the final model file. When
-// no data was named and none is found, it says what to provide and trains the same library on
-// Fashion-MNIST instead (fashion_fallback.cpp).
-#include <cinttypes>
+// folders of photographs, with the resize, weight decay and LR schedule as flags, with
+// checkpoints, resume, metrics logs and the final model file, on one rank or several
+// (launch_plan.h). When no data was named and none is found, it says what to provide and trains
+// the same library on Fashion-MNIST instead (fashion_fallback.cpp).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +11,10 @@
 #include "commands.h"
 #include "data_source.h"
 #include "fashion_fallback.h"
+#include "launch_plan.h"
+#include "lr_plan.h"
 #include "pipeline.h"
+#include "rank_training.h"
 
 namespace loom::catdog {
 
@@ -54,9 +57,12 @@ std::string shortest(double v) {
   return text;
 }
 
-// The recipe fields a checkpoint must agree with to be resumed by this command.
-std::map<std::string, std::string> recipe(const TrainArgs& a) {
+// The recipe fields a checkpoint must agree with to be resumed by this command. The world size
+// is one: it sets the global batch, as the batch size does.
+std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
   return {{"model", a.model},
+          {"world_size", std::to_string(world_size)},
+          {"lr_scaling", lr_scaling_of(a)},
           {"batch_size", std::to_string(a.batch_size)},
           {"image_size", std::to_string(a.image_size)},
           {"augment", a.augment},
@@ -69,8 +75,11 @@ std::map<std::string, std::string> recipe(const TrainArgs& a) {
 }
 
 // A checkpoint written before a recipe field existed was made with that field's fixed value
-// then (nearest resizing, plain Adam, the model's schedule); empty for the original fields.
+// then (nearest resizing, plain Adam, the model's schedule, one rank); empty for the original
+// fields.
 std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
+  if (key == "world_size") return "1";
+  if (key == "lr_scaling") return "off";
   if (key == "resize") return "nearest";
   if (key == "weight_decay") return "0";
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
@@ -79,9 +88,9 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
 }
 
 // Refuses, before any data is loaded, a checkpoint whose recipe differs from this run's.
-void check_resume_recipe(const TrainArgs& args) {
+void check_resume_recipe(const TrainArgs& args, int world_size) {
   const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
-  for (const auto& [key, value] : recipe(args)) {
+  for (const auto& [key, value] : recipe(args, world_size)) {
     const auto it = ckpt.state.extra.find(key);
     const std::string theirs = it != ckpt.state.extra.end() ? it->second : value_before_the_flag(key, args);
     LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key, " = ",
@@ -100,16 +109,10 @@ void check_train_args(const TrainArgs& a) {
              "finite number >= 0, got ", a.weight_decay);
   LOOM_CHECK(a.lr_schedule.empty() || a.lr_schedule == "constant" || a.lr_schedule == "cosine",
              "--lr-schedule: expected constant or cosine, got \"", a.lr_schedule, "\"");
+  LOOM_CHECK(a.scale_lr == "off" || a.scale_lr == "linear", "--scale-lr: expected off or linear, got \"",
+             a.scale_lr, "\"");
+  LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
 }
-
-// Prints each step's loss exactly (hex float) for the resume tests; syncs every step.
-class LossPrinter : public train::Callback {
- public:
-  void on_batch_end(train::TrainContext& ctx) override {
-    std::printf("step %" PRId64 " loss %a\n", ctx.global_step, ctx.batch_loss.item<double>());
-    std::fflush(stdout);
-  }
-};
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const std::filesystem::path p(path);
@@ -131,10 +134,67 @@ data::AugmentOptions training_transform(const std::string& name, uint64_t seed, 
   return o;
 }
 
+// What every rank trains on, decoded once per process.
+struct RunData {
+  const data::Dataset* train = nullptr;
+  const data::Dataset* val = nullptr;
+  io::Preprocessing prep;
+};
+
+// One rank's training; every rank returns the same History.
+train::History train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
+  Generator init_gen(args.seed);  // the same weights on every rank (and DDP makes sure of it)
+  auto model = build_model(args, init_gen);
+  data::DataLoaderOptions train_options;
+  train_options.batch_size = args.batch_size;
+  train_options.seed = args.seed;
+  train_options.num_workers = args.workers;
+  train_options.device = rank.device;
+  train_options.augment = training_transform(args.augment, args.seed, data.prep);
+  data::DataLoader train_loader(*data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
+  data::DataLoader val_loader(*data.val, data::eval_shard_options(eval_loader_options(data.prep, 64, rank.device, args.workers),
+                                                                  data.val->size(), rank.shard()));
+  const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
+
+  model->to(rank.device);  // before the optimizer, so its state lives there too
+  LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size, (shard + args.batch_size - 1) / args.batch_size,
+                           model->parameters());
+  optim::Optimizer& optimizer = *lr.optimizer;
+  train::FitOptions fit;
+  fit.epochs = args.epochs;
+  fit.group = rank.group;
+  if (lr.stepper) fit.callbacks.push_back(lr.stepper);
+  if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
+    fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
+    if (rank.rank == 0) {
+      std::cout << "loom-catdog: resuming " << args.resume << " at epoch " << fit.resume->epoch + 1
+                << ", step " << fit.resume->step_in_epoch << "\n";
+    }
+  }
+  const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
+
+  // The callbacks write on rank 0 only.
+  const std::string metrics_csv = args.metrics.empty() ? with_suffix(args.out, ".metrics.csv") : args.metrics;
+  train::CheckpointOptions ckpt_options;
+  ckpt_options.path = args.checkpoint.empty() ? args.out + ".ckpt" : args.checkpoint;
+  ckpt_options.every_steps = args.checkpoint_every_steps;
+  ckpt_options.preprocessing = data.prep;
+  ckpt_options.extra = recipe(args, rank.world_size);  // so that --resume can refuse a mismatched run
+  fit.callbacks.push_back(std::make_shared<train::CsvLogger>(metrics_csv));
+  fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(with_suffix(metrics_csv, ".jsonl")));
+  if (args.print_losses) fit.callbacks.push_back(loss_printer());
+  fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ckpt_options));
+
+  const train::History history = train::fit(*trained, loss_for_outputs(1), optimizer, train_loader, &val_loader, fit);
+  if (rank.rank == 0) io::save_model(args.out, *model, data.prep);
+  return history;
+}
+
 }  // namespace
 
 int run_train(const TrainArgs& args) {
   check_train_args(args);
+  const LaunchPlan plan = plan_launch(args);
   std::optional<DataSplit> split;
   if (!args.data.empty()) {
     split = split_of(args.data);
@@ -142,90 +202,57 @@ int run_train(const TrainArgs& args) {
   } else {
     split = find_default_data();
     if (!split) {
-      std::cout << "loom-catdog: no cat/dog photographs found; " << layout_help() << "\n"
-                << "loom-catdog: training the same library on Fashion-MNIST instead\n";
+      if (plan.prints()) {
+        std::cout << "loom-catdog: no cat/dog photographs found; " << layout_help() << "\n"
+                  << "loom-catdog: training the same library on Fashion-MNIST instead\n";
+      }
       return train_fashion_fallback(args);
     }
   }
-  const Device device = parse_device(args.device);
-  if (!args.resume.empty()) check_resume_recipe(args);
+  if (!args.resume.empty()) check_resume_recipe(args, plan.world_size);
   if (args.deterministic) set_deterministic(true);
-  std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-            << device.str() << ", augment " << args.augment << ", resize " << args.resize
-            << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args) << "\n";
+  if (plan.prints()) {
+    std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
+              << plan.device.str() << ", augment " << args.augment << ", resize " << args.resize
+              << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args)
+              << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size) << "\n";
+  }
 
-  Generator init_gen(args.seed);
-  manual_seed(args.seed);
-  auto model = build_model(args, init_gen);
-  io::Preprocessing prep;
-  prep.height = prep.width = args.image_size;
-  prep.interpolation = *io::interpolation_from_name(args.resize);
-  ImageSet train_set = load_image_set(split->train_dir, prep, args.workers);
-  ImageSet val_set = load_image_set(split->val_dir, prep, args.workers);
+  RunData data;
+  data.prep.height = data.prep.width = args.image_size;
+  data.prep.interpolation = *io::interpolation_from_name(args.resize);
+  ImageSet train_set = load_image_set(split->train_dir, data.prep, args.workers);
+  ImageSet val_set = load_image_set(split->val_dir, data.prep, args.workers);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders");
   LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "
              "class folders, found ", train_set.classes().size());
   std::unique_ptr<Subset> subset;
-  const data::Dataset* train_data = train_set.images.get();
+  data.train = train_set.images.get();
+  data.val = val_set.images.get();
   if (args.limit > 0) {
     subset = std::make_unique<Subset>(*train_set.images, args.limit, args.seed);
-    train_data = subset.get();
+    data.train = subset.get();
   }
-  std::cout << "loom-catdog: " << train_data->size() << " training and " << val_set.images->size()
-            << " validation images, classes";
-  for (const auto& c : train_set.classes()) std::cout << " " << c;
-  std::cout << "\n";
-
-  prep.class_names = train_set.classes();
-  data::DataLoaderOptions train_options;
-  train_options.batch_size = args.batch_size;
-  train_options.seed = args.seed;
-  train_options.num_workers = args.workers;
-  train_options.device = device;
-  train_options.augment = training_transform(args.augment, args.seed, prep);
-  data::DataLoader train_loader(*train_data, train_options);
-  data::DataLoader val_loader(*val_set.images, eval_loader_options(prep, 64, device, args.workers));
-
-  model->to(device);
-  // Plain Adam unless a weight decay is asked for; then AdamW's decoupled decay, whose
-  // strength does not depend on the gradients' scale as Adam's L2 term would.
-  std::unique_ptr<optim::Optimizer> owned_optimizer;
-  const optim::GroupOptions options = optim::GroupOptions().with_lr(args.lr).with_weight_decay(args.weight_decay);
-  if (args.weight_decay > 0.0) {
-    owned_optimizer = std::make_unique<optim::AdamW>(model->parameters(), options);
-  } else {
-    owned_optimizer = std::make_unique<optim::Adam>(model->parameters(), options);
-  }
-  optim::Optimizer& optimizer = *owned_optimizer;
-  train::FitOptions fit;
-  fit.epochs = args.epochs;
-  std::unique_ptr<optim::LRScheduler> schedule;
-  if (lr_schedule_of(args) == "cosine") {  // a cosine decay over the run, stepped per epoch
-    schedule = std::make_unique<optim::CosineAnnealingLR>(optimizer, args.epochs);
-    fit.callbacks.push_back(std::make_shared<train::LRSchedulerStep>(*schedule));
-  }
-  if (!args.resume.empty()) {
-    fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
-    std::cout << "loom-catdog: resuming " << args.resume << " at epoch " << fit.resume->epoch + 1
-              << ", step " << fit.resume->step_in_epoch << "\n";
+  data.prep.class_names = train_set.classes();
+  if (plan.prints()) {
+    std::cout << "loom-catdog: " << data.train->size() << " training and " << data.val->size()
+              << " validation images, classes";
+    for (const auto& c : train_set.classes()) std::cout << " " << c;
+    std::cout << "\n";
   }
 
+  // Before the launch: dist::spawn and init_from_environment seed each rank's generator from
+  // this one's seed and the rank (rank 0 keeps it, so one rank draws as it always did).
+  manual_seed(args.seed);
+  train::History history;
+  run_ranks(plan, [&](const dist::GroupPtr& group) {
+    const RankSetup rank = rank_setup(plan, group);
+    train::History h = train_rank(args, data, rank);
+    if (rank.rank == 0) history = std::move(h);
+  });
+  if (!plan.prints()) return 0;
   const std::string metrics_csv = args.metrics.empty() ? with_suffix(args.out, ".metrics.csv") : args.metrics;
-  train::CheckpointOptions ckpt_options;
-  ckpt_options.path = args.checkpoint.empty() ? args.out + ".ckpt" : args.checkpoint;
-  ckpt_options.every_steps = args.checkpoint_every_steps;
-  ckpt_options.preprocessing = prep;
-  ckpt_options.extra = recipe(args);  // so that --resume can refuse a mismatched run
-  auto checkpoint = std::make_shared<train::ModelCheckpoint>(ckpt_options);
-  fit.callbacks.push_back(std::make_shared<train::CsvLogger>(metrics_csv));
-  fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(with_suffix(metrics_csv, ".jsonl")));
-  if (args.print_losses) fit.callbacks.push_back(std::make_shared<LossPrinter>());
-  fit.callbacks.push_back(checkpoint);
-
-  const train::History history = train::fit(*model, loss_for_outputs(1), optimizer, train_loader,
-                                            &val_loader, fit);
-  io::save_model(args.out, *model, prep);
   if (!history.epochs.empty()) {
     std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
                 history.epochs.back().at("val_loss"));

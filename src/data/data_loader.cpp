@@ -291,4 +291,28 @@ std::optional<Batch> DataLoader::next() {
   return std::nullopt;
 }
 
+namespace {
+// The options with `sampler` in place of the one shuffle and seed would make.
+DataLoaderOptions with_shard_sampler(DataLoaderOptions options, const char* which, Shard shard,
+                                     std::shared_ptr<const Sampler> sampler) {
+  LOOM_CHECK(!options.sampler, which, ": the options already name a sampler; shard rank ", shard.rank,
+             " of ", shard.world_size, " would replace it");
+  options.sampler = std::move(sampler);
+  return options;
+}
+}  // namespace
+
+DataLoaderOptions train_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard) {
+  if (shard.world_size == 1 && shard.rank == 0) return options;
+  auto sampler = std::make_shared<DistributedSampler>(dataset_size, shard.rank, shard.world_size,
+                                                      options.shuffle, options.seed);
+  return with_shard_sampler(std::move(options), "train_shard_options", shard, std::move(sampler));
+}
+
+DataLoaderOptions eval_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard) {
+  if (shard.world_size == 1 && shard.rank == 0) return options;
+  auto sampler = std::make_shared<DistributedEvalSampler>(dataset_size, shard.rank, shard.world_size);
+  return with_shard_sampler(std::move(options), "eval_shard_options", shard, std::move(sampler));
+}
+
 }  // namespace loom::data

@@ -82,4 +82,13 @@ class DataLoader {
   std::unique_ptr<Shared> shared_;
 };
 
+// Rank `shard.rank`'s loader options among `shard.world_size` ranks, made from one rank's: for
+// training, a DistributedSampler with the options' shuffle and seed (each epoch's order dealt
+// into equal shards, so every rank takes the same number of steps, and N ranks of batch b see
+// together what one rank of batch N*b sees); for evaluation, a DistributedEvalSampler (every
+// sample exactly once over the ranks). For one rank the options come back unchanged; for
+// several, options that already name a sampler are an error.
+DataLoaderOptions train_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard);
+DataLoaderOptions eval_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard);
+
 }  // namespace loom::data

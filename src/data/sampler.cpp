@@ -38,13 +38,19 @@ RandomSampler::RandomSampler(int64_t size, uint64_t seed) : size_(size), seed_(s
 
 std::vector<int64_t> RandomSampler::indices(int64_t epoch) const { return permutation(size_, seed_, epoch); }
 
+namespace {
+// The arguments every sharding sampler shares; `who` names the sampler in the message.
+void check_shard(const char* who, int64_t size, int rank, int world_size) {
+  LOOM_CHECK(world_size >= 1, who, ": world_size must be at least 1, got ", world_size);
+  LOOM_CHECK(rank >= 0 && rank < world_size, who, ": rank ", rank, " is outside [0, ", world_size, ")");
+  LOOM_CHECK(size >= 0, who, ": size must be non-negative, got ", size);
+}
+}  // namespace
+
 DistributedSampler::DistributedSampler(int64_t size, int rank, int world_size, bool shuffle,
                                        uint64_t seed, bool drop_last)
     : size_(size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
-  LOOM_CHECK(world_size >= 1, "DistributedSampler: world_size must be at least 1, got ", world_size);
-  LOOM_CHECK(rank >= 0 && rank < world_size, "DistributedSampler: rank ", rank,
-             " is outside [0, ", world_size, ")");
-  LOOM_CHECK(size >= 0, "DistributedSampler: size must be non-negative, got ", size);
+  check_shard("DistributedSampler", size, rank, world_size);
   shard_size_ = drop_last ? size / world_size : (size + world_size - 1) / world_size;
   LOOM_CHECK(shard_size_ > 0 || size == 0, "DistributedSampler: ", size, " samples cannot give each of ",
              world_size, " ranks one sample with drop_last");
@@ -58,6 +64,17 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   for (int64_t k = rank_; k < total; k += world_size_) {
     shard.push_back(order[static_cast<size_t>(k % size_)]);  // k >= size_: padding from the start
   }
+  return shard;
+}
+
+DistributedEvalSampler::DistributedEvalSampler(int64_t size, int rank, int world_size)
+    : size_(size), rank_(rank), world_size_(world_size) {
+  check_shard("DistributedEvalSampler", size, rank, world_size);
+}
+
+std::vector<int64_t> DistributedEvalSampler::indices(int64_t) const {
+  std::vector<int64_t> shard;
+  for (int64_t i = rank_; i < size_; i += world_size_) shard.push_back(i);
   return shard;
 }
 

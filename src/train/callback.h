@@ -1,6 +1,8 @@
 // The Callback interface of fit() (Keras' callbacks): hooks at the start and end of training,
 // of each epoch and after each batch, all given the loop's TrainContext. The context is cheap to
 // pass: its sums stay on the device, and a callback that reads them pays for the sync itself.
+// On N ranks every rank runs every callback at the same points, so a callback may take part in
+// a collective; only rank 0 prints or writes files.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "nn/module.h"
 #include "optim/optimizer.h"
 #include "train/history.h"
+#include "train/ranks.h"
 
 namespace loom::train {
 
@@ -33,9 +36,22 @@ struct TrainContext {
   Tensor loss_sum;              // this epoch: sum of loss * batch size (device scalar)
   Tensor correct_sum;           // this epoch: correct predictions (device scalar)
   int64_t samples_seen = 0;     // this epoch
-  bool stop_training = false;   // a callback sets it to end the run after this epoch
+  int64_t batch_size = 0;       // samples in the last batch
+  bool stop_training = false;   // a callback sets it to end the run after this epoch (the same
+                                // on every rank: decide from the metrics, which all ranks share)
+  // The ranks training together (FitOptions::group); null for one rank. The sums and counts
+  // above are this rank's own; the metrics in `history` are those of all ranks.
+  dist::ProcessGroup* group = nullptr;
+  int rank = 0;
+  int world_size = 1;
 
-  // The state a checkpoint must hold to continue from this point (syncs nothing).
+  // The model whose weights a checkpoint or model file saves (a DDP's wrapped module).
+  nn::Module& saved_model() const { return unwrap_ddp(model); }
+
+  // The state a checkpoint must hold to continue from this point. One rank: syncs nothing.
+  // N ranks, mid-epoch: a collective (every rank must call it at the same step) that gathers
+  // each rank's running sums: loss_sum and correct_sum become [N] (rank r's at r) and
+  // samples_seen the count over all ranks.
   io::TrainingState capture_state() const;
 };
 

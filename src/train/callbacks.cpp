@@ -50,9 +50,10 @@ void ModelCheckpoint::on_train_begin(TrainContext& ctx) {
 }
 
 void ModelCheckpoint::save(const TrainContext& ctx) const {
-  io::TrainingState state = ctx.capture_state();
+  io::TrainingState state = ctx.capture_state();  // on every rank: mid-epoch it is a collective
+  if (ctx.rank != 0) return;
   state.extra = options_.extra;
-  io::save_checkpoint(options_.path, ctx.model, ctx.optimizer, state, options_.preprocessing);
+  io::save_checkpoint(options_.path, ctx.saved_model(), ctx.optimizer, state, options_.preprocessing);
 }
 
 void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
@@ -63,8 +64,9 @@ void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
 }
 
 void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
-  if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics))) {
-    io::save_model(options_.best_model_path, ctx.model, options_.preprocessing);
+  // Every rank tracks the best, so that all of them agree on it.
+  if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics)) && ctx.rank == 0) {
+    io::save_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing);
   }
   if (!options_.path.empty()) save(ctx);
 }
@@ -87,7 +89,7 @@ void EarlyStopping::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics)
     wait_ = 0;
     if (restore_best_) {
       best_weights_ = nn::NamedTensors();
-      for (const auto& [name, t] : ctx.model.state_dict()) best_weights_.insert(name, t.clone());
+      for (const auto& [name, t] : ctx.saved_model().state_dict()) best_weights_.insert(name, t.clone());
     }
     return;
   }
@@ -98,12 +100,20 @@ void EarlyStopping::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics)
 }
 
 void EarlyStopping::on_train_end(TrainContext& ctx) {
-  if (restore_best_ && !best_weights_.empty()) ctx.model.load_state_dict(best_weights_);
+  if (restore_best_ && !best_weights_.empty()) ctx.saved_model().load_state_dict(best_weights_);
 }
 
-void LRSchedulerStep::on_train_begin(TrainContext& ctx) { scheduler_.set_step(ctx.epoch); }
+void LRSchedulerStep::on_train_begin(TrainContext& ctx) {
+  scheduler_.set_step(period_ == Period::Epoch ? ctx.epoch : ctx.global_step);
+}
 
-void LRSchedulerStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& /*metrics*/) { scheduler_.step(); }
+void LRSchedulerStep::on_batch_end(TrainContext& /*ctx*/) {
+  if (period_ == Period::Batch) scheduler_.step();
+}
+
+void LRSchedulerStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& /*metrics*/) {
+  if (period_ == Period::Epoch) scheduler_.step();
+}
 
 std::string history_csv(const History& history) {
   std::set<std::string> names;
@@ -137,10 +147,12 @@ void write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 void CsvLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metrics*/) {
+  if (ctx.rank != 0) return;
   write_text(path_, history_csv(ctx.history));
 }
 
 void JsonLinesLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metrics*/) {
+  if (ctx.rank != 0) return;
   std::string text;
   for (size_t e = 0; e < ctx.history.epochs.size(); ++e) {
     text += metrics_json(static_cast<int64_t>(e), ctx.history.epochs[e]) + "\n";

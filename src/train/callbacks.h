@@ -1,7 +1,8 @@
 // The standard callbacks of fit(): checkpoints (every epoch, every N steps, best model by a
 // monitored metric), early stopping, a learning-rate schedule step per epoch, and metrics logs
 // (CSV and JSON lines). Each one that keeps "best so far" state recomputes it from the History
-// at on_train_begin, so it is right after a resume too.
+// at on_train_begin, so it is right after a resume too. On N ranks they run on every rank (the
+// metrics they decide from are the same everywhere) and write files only on rank 0.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,9 @@ struct CheckpointOptions {
   std::map<std::string, std::string> extra;  // the application's own, into TrainingState::extra
 };
 
+// Saves ctx.saved_model() (a DDP's wrapped module) from rank 0; on N ranks every rank takes
+// part in capturing a mid-epoch state (TrainContext::capture_state), so every rank must hold
+// the callback with the same options.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(CheckpointOptions options);
@@ -83,15 +87,21 @@ class EarlyStopping : public Callback {
   nn::NamedTensors best_weights_;
 };
 
-// Steps an LR schedule at each epoch end, and sets it to the run's epoch at the start (resume).
+// Steps an LR schedule at each epoch end (Period::Epoch) or after each batch (Period::Batch,
+// for warmups measured in iterations), and sets it at the start to the run's epoch or global
+// step, so that a resumed run continues the schedule.
 class LRSchedulerStep : public Callback {
  public:
-  explicit LRSchedulerStep(optim::LRScheduler& scheduler) : scheduler_(scheduler) {}
+  enum class Period { Epoch, Batch };
+  explicit LRSchedulerStep(optim::LRScheduler& scheduler, Period period = Period::Epoch)
+      : scheduler_(scheduler), period_(period) {}
   void on_train_begin(TrainContext& ctx) override;
+  void on_batch_end(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
 
  private:
   optim::LRScheduler& scheduler_;
+  Period period_;
 };
 
 // Rewrites the whole log from the History at each epoch end (atomically), so a resumed run's

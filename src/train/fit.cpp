@@ -3,12 +3,14 @@
 
 #include <chrono>
 
+#include "distributed/launch.h"
 #include "nn/loss.h"
 #include "nn/models/predict.h"
 #include "ops/ops.h"
 #include "tensor/autograd.h"
 #include "tensor/random.h"
 #include "train/progress.h"
+#include "train/ranks.h"
 
 namespace loom::train {
 
@@ -49,10 +51,23 @@ io::TrainingState TrainContext::capture_state() const {
   s.rng_offset = default_generator().offset();
   s.loader_seed = train_loader.options().seed;
   s.augment_seed = train_loader.options().augment.seed;
-  if (!epoch_finished) {
+  if (!epoch_finished && group == nullptr) {
     s.loss_sum = loss_sum;
     s.correct_sum = correct_sum;
     s.samples_seen = samples_seen;
+  } else if (!epoch_finished) {
+    // Every rank's own float sums, so that each resumed rank goes on adding to exactly the
+    // value it had (a sum over ranks, re-split, would round differently).
+    const std::vector<double> all = all_gather_values(
+        *group, {loss_sum.item<double>(), correct_sum.item<double>(), static_cast<double>(samples_seen)});
+    std::vector<float> losses, corrects;
+    for (int r = 0; r < world_size; ++r) {
+      losses.push_back(static_cast<float>(all[3 * r]));
+      corrects.push_back(static_cast<float>(all[3 * r + 1]));
+      s.samples_seen += static_cast<int64_t>(all[3 * r + 2]);
+    }
+    s.loss_sum = from_vector(losses);
+    s.correct_sum = from_vector(corrects);
   }
   s.history_json = history.to_json();
   return s;
@@ -82,10 +97,55 @@ void apply_resume(TrainContext& ctx, const io::TrainingState& s, Device device) 
   if (s.step_in_epoch > 0) {
     LOOM_CHECK(s.loss_sum.defined() && s.correct_sum.defined(), "fit: cannot resume mid-epoch: the "
                "checkpoint lacks the epoch's running sums");
-    ctx.loss_sum = s.loss_sum.to(device);
-    ctx.correct_sum = s.correct_sum.to(device);
-    ctx.samples_seen = s.samples_seen;
+    // One rank saves scalars, N ranks one sum per rank (capture_state).
+    const int64_t saved_ranks = s.loss_sum.dim() == 0 ? 1 : s.loss_sum.numel();
+    LOOM_CHECK(saved_ranks == ctx.world_size && s.correct_sum.numel() == saved_ranks, "fit: cannot resume "
+               "mid-epoch on ", ctx.world_size, " ranks: the checkpoint was taken mid-epoch on ", saved_ranks,
+               " (each rank's shard of the epoch depends on the number of ranks; resume on ", saved_ranks,
+               " or from a checkpoint at an epoch's end)");
+    if (ctx.world_size == 1) {
+      ctx.loss_sum = s.loss_sum.to(device);
+      ctx.correct_sum = s.correct_sum.to(device);
+      ctx.samples_seen = s.samples_seen;
+    } else {
+      ctx.loss_sum = s.loss_sum.select(0, ctx.rank).to(device);
+      ctx.correct_sum = s.correct_sum.select(0, ctx.rank).to(device);
+      // Only the total divides the metrics; split evenly it is each rank's own count whenever
+      // the shards are equal (DistributedSampler's).
+      ctx.samples_seen = s.samples_seen / ctx.world_size + (ctx.rank < s.samples_seen % ctx.world_size ? 1 : 0);
+    }
   }
+  // load_checkpoint gave every rank rank 0's generator; each rank draws from its own.
+  if (ctx.world_size > 1) default_generator().set_state(dist::rank_seed(s.rng_seed, ctx.rank), s.rng_offset);
+}
+
+// Makes ctx one rank of `group` (nothing for one rank), after checking the loaders' shards.
+void join_group(TrainContext& ctx, dist::ProcessGroup* group, const data::DataLoader& train_loader,
+                const data::DataLoader* val_loader) {
+  if (group == nullptr || group->size() == 1) return;
+  check_loader_shard(train_loader, *group, "training");
+  if (val_loader != nullptr) check_loader_shard(*val_loader, *group, "validation");
+  ctx.group = group;
+  ctx.rank = group->rank();
+  ctx.world_size = group->size();
+}
+
+// Loss * count, correct predictions and samples of the epoch so far, over all ranks (one
+// collective on N ranks; the device sums are read in any case).
+struct Sums {
+  double loss = 0, correct = 0, samples = 0;
+};
+Sums epoch_sums(const TrainContext& ctx) {
+  Sums s{ctx.loss_sum.item<double>(), ctx.correct_sum.item<double>(), static_cast<double>(ctx.samples_seen)};
+  if (ctx.group == nullptr) return s;
+  const std::vector<double> all = all_reduce_values(*ctx.group, {s.loss, s.correct, s.samples});
+  return {all[0], all[1], all[2]};
+}
+
+// The next batch; on N ranks none past the steps the ranks agreed on.
+std::optional<data::Batch> next_batch(const TrainContext& ctx, data::DataLoader& loader) {
+  if (ctx.group != nullptr && ctx.step_in_epoch >= ctx.steps_per_epoch) return std::nullopt;
+  return loader.next();
 }
 
 }  // namespace
@@ -99,12 +159,17 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   History history;
   TrainContext ctx(model, optimizer, train_loader, history);
   ctx.epochs = options.epochs;
+  join_group(ctx, options.group.get(), train_loader, val_loader);
   bool resuming = false;
   if (options.resume) {
     apply_resume(ctx, *options.resume, device);
     resuming = true;
   }
-  const bool tty = options.tty.value_or(is_terminal(options.out));
+  std::ostream* out = ctx.rank == 0 ? options.out : nullptr;
+  const bool tty = options.tty.value_or(is_terminal(out));
+  // On N ranks a line is due at steps every rank can tell (not on a clock), because drawing one
+  // sums the ranks' metrics; options.out, the same on every rank, says whether lines are drawn.
+  const bool lockstep = ctx.group != nullptr && options.out != nullptr;
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);
 
   for (; ctx.epoch < options.epochs && !ctx.stop_training; ++ctx.epoch) {
@@ -115,6 +180,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     const bool mid_epoch = resuming && ctx.step_in_epoch > 0;
     train_loader.start_epoch(ctx.epoch, mid_epoch ? ctx.step_in_epoch : 0);
     ctx.steps_per_epoch = train_loader.num_batches();
+    if (ctx.group != nullptr) ctx.steps_per_epoch = all_reduce_value(*ctx.group, ctx.steps_per_epoch, dist::ReduceOp::Min);
     if (!mid_epoch) {
       ctx.step_in_epoch = 0;
       ctx.loss_sum = zeros({}, device);
@@ -123,9 +189,9 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     }
     resuming = false;
     for (const CallbackPtr& cb : options.callbacks) cb->on_epoch_begin(ctx);
-    ProgressBar bar(options.out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch);
+    ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch, lockstep);
 
-    while (std::optional<data::Batch> batch = train_loader.next()) {
+    while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
       const Tensor outputs = model.forward(batch->images);
       const Tensor loss = loss_fn(outputs, batch->labels);
       optimizer.zero_grad();
@@ -133,6 +199,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
       optimizer.step();
       const int64_t n = batch->labels.numel();
       ctx.batch_loss = loss.detach();
+      ctx.batch_size = n;
       {
         NoGradGuard no_grad;
         ctx.loss_sum = ctx.loss_sum + ctx.batch_loss * static_cast<double>(n);
@@ -142,19 +209,24 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
       ++ctx.step_in_epoch;
       ++ctx.global_step;
       if (bar.due(ctx.step_in_epoch)) {
-        const double seen = static_cast<double>(ctx.samples_seen);
-        bar.draw(ctx.step_in_epoch, ctx.loss_sum.item<double>() / seen, ctx.correct_sum.item<double>() / seen);
+        const Sums sums = epoch_sums(ctx);
+        bar.draw(ctx.step_in_epoch, sums.loss / sums.samples, sums.correct / sums.samples);
       }
       for (const CallbackPtr& cb : options.callbacks) cb->on_batch_end(ctx);
     }
+    // A rank whose loader ran dry early would leave the others waiting in a collective.
+    LOOM_CHECK(ctx.group == nullptr || ctx.step_in_epoch == ctx.steps_per_epoch, "fit: the training loader of ",
+               ctx.group->who(), " ended after ", ctx.step_in_epoch, " of the ", ctx.steps_per_epoch,
+               " steps the ranks agreed on for epoch ", ctx.epoch, " (were whole batches of bad samples skipped?)");
 
     EpochMetrics metrics;
-    if (ctx.samples_seen > 0) {
-      metrics["loss"] = ctx.loss_sum.item<double>() / ctx.samples_seen;
-      metrics["accuracy"] = ctx.correct_sum.item<double>() / ctx.samples_seen;
+    const Sums sums = epoch_sums(ctx);
+    if (sums.samples > 0) {
+      metrics["loss"] = sums.loss / sums.samples;
+      metrics["accuracy"] = sums.correct / sums.samples;
     }
     if (val_loader != nullptr) {
-      const EvalResult val = evaluate(model, loss_fn, *val_loader);
+      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
     }
@@ -169,7 +241,30 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   return history;
 }
 
-EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader) {
+namespace {
+// Turns one rank's evaluation sums into the result over all ranks: the counts summed, the
+// confusion matrix too (a rank without samples contributes zeros of the agreed size).
+EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, const Tensor& correct,
+                          const Tensor& confusion, int64_t samples) {
+  const std::vector<double> sums =
+      all_reduce_values(group, {loss_sum.item<double>(), correct.item<double>(), static_cast<double>(samples)});
+  const int64_t k = all_reduce_value(group, confusion.defined() ? confusion.size(0) : 0, dist::ReduceOp::Max);
+  Tensor counts = (confusion.defined() ? confusion.to(kInt64) : zeros({k, k}, TensorOptions(kInt64)))
+                      .to(group.device()).contiguous();
+  group.all_reduce(counts)->wait();
+  EvalResult result;
+  result.samples = static_cast<int64_t>(sums[2]);
+  if (result.samples > 0) {
+    result.loss = sums[0] / sums[2];
+    result.accuracy = sums[1] / sums[2];
+    result.confusion = counts.cpu();
+  }
+  return result;
+}
+}  // namespace
+
+EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
+                    dist::ProcessGroup* group) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
@@ -187,6 +282,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     confusion = confusion.defined() ? confusion + counts : counts;
     result.samples += n;
   }
+  if (group != nullptr && group->size() > 1) return sum_over_ranks(*group, loss_sum, correct, confusion, result.samples);
   if (result.samples > 0) {
     result.loss = loss_sum.item<double>() / result.samples;
     result.accuracy = correct.item<double>() / result.samples;

@@ -1,6 +1,8 @@
-// fit / evaluate / predict: the Keras-like training loop for any nn::Module and DataLoader.
-// Loss and accuracy are summed on the model's device (loss * batch size, correct predictions)
-// and read only when a progress line is drawn or an epoch ends, never once per step.
+// fit / evaluate / predict: the Keras-like training loop for any nn::Module and DataLoader, on
+// one rank or on the N ranks of a process group. Loss and accuracy are summed on the model's
+// device (loss * batch size, correct predictions) and read only when a progress line is drawn
+// or an epoch ends, never once per step; on N ranks those are also the only moments the sums
+// cross ranks.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "data/data_loader.h"
+#include "distributed/process_group.h"
 #include "io/checkpoint.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
@@ -37,6 +40,22 @@ struct FitOptions {
   // Continue from a checkpoint's state (io::load_checkpoint has restored the model, optimizer
   // and generator): the loop restarts its epoch and skips the batches already done.
   std::optional<io::TrainingState> resume;
+  // The ranks training together; null (or one rank) trains alone, exactly as without it. With
+  // N ranks every rank calls fit with the same options, its own model (normally a
+  // dist::DistributedDataParallel over this group) and its own loaders, which must deal this
+  // rank's shard (data::train_shard_options, eval_shard_options; checked). Then:
+  //  - each epoch takes the number of steps of the rank with the fewest batches (agreed by one
+  //    all_reduce Min at its start: a rank's extra batches are dropped, as drop_last would);
+  //    DistributedSampler's equal shards make that every rank's count;
+  //  - progress lines fall on the tenths of an epoch (a terminal too), so that all ranks sum
+  //    their loss * count, correct predictions and sample counts at the same steps; those
+  //    sums, and the validation shards' summed counts, make the metrics of every rank's History;
+  //  - only rank 0 prints (callbacks see ctx.rank and write files on rank 0 only);
+  //  - a resumed run continues as the uninterrupted N-rank run: each rank takes its own running
+  //    sums from the checkpoint, and its generator becomes dist::rank_seed(checkpoint seed,
+  //    rank) at the checkpoint's offset, as dist::spawn and init_from_environment seed ranks.
+  //    A checkpoint taken mid-epoch resumes only on as many ranks as wrote it.
+  dist::GroupPtr group;
 };
 
 History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
@@ -49,8 +68,11 @@ struct EvalResult {
   Tensor confusion;  // int64 [K, K] on the CPU: rows true class, columns predicted (K = 2 for a binary head)
 };
 
-// One pass over epoch 0 of the loader in eval mode without gradients.
-EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader);
+// One pass over epoch 0 of the loader in eval mode without gradients. With a group, each rank
+// passes over its own shard and the sums (loss * count, correct predictions, samples, the
+// confusion matrix) are summed over the ranks: every rank gets the result for the whole data.
+EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
+                    dist::ProcessGroup* group = nullptr);
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);

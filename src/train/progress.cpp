@@ -28,8 +28,8 @@ std::string format_duration(double seconds) {
 bool is_terminal(const std::ostream* out) { return out == &std::cout && ::isatty(STDOUT_FILENO); }
 
 ProgressBar::ProgressBar(std::ostream* out, bool tty, int64_t epoch, int64_t epochs,
-                         int64_t total_steps, int64_t first_step)
-    : out_(out), tty_(tty), epoch_(epoch), epochs_(epochs), total_(total_steps),
+                         int64_t total_steps, int64_t first_step, bool lockstep)
+    : out_(out), tty_(tty), lockstep_(lockstep), epoch_(epoch), epochs_(epochs), total_(total_steps),
       first_step_(first_step), start_(Clock::now()), last_draw_(start_) {
   while (next_plain_ <= 10 && next_plain_ * total_ <= first_step_ * 10) ++next_plain_;
 }
@@ -39,8 +39,8 @@ std::string ProgressBar::prefix() const {
 }
 
 bool ProgressBar::due(int64_t step) const {
-  if (out_ == nullptr || total_ <= 0) return false;
-  if (tty_) {
+  if (total_ <= 0 || (out_ == nullptr && !lockstep_)) return false;
+  if (tty_ && !lockstep_) {
     return step == total_ ||
            std::chrono::duration<double>(Clock::now() - last_draw_).count() >= kRedrawSeconds;
   }
@@ -48,6 +48,10 @@ bool ProgressBar::due(int64_t step) const {
 }
 
 void ProgressBar::draw(int64_t step, double loss, double accuracy) {
+  if (!tty_ || lockstep_) {
+    while (next_plain_ <= 10 && step * 10 >= next_plain_ * total_) ++next_plain_;
+  }
+  if (out_ == nullptr) return;
   const auto now = Clock::now();
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -64,7 +68,6 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy) {
                   format_duration(eta).c_str(), loss, accuracy);
     *out_ << line << std::flush;
   } else {
-    while (next_plain_ <= 10 && step * 10 >= next_plain_ * total_) ++next_plain_;
     std::snprintf(line, sizeof line, "%s step %lld/%lld - ETA %s - loss %.4f - accuracy %.4f",
                   prefix().c_str(), (long long)step, (long long)total_, format_duration(eta).c_str(),
                   loss, accuracy);

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -132,6 +134,22 @@ inline void make_photo_folder(const std::string& root, int per_class_train, int 
       }
     }
   }
+}
+
+// The "step <n> loss <hex>" lines of a run's stdout (--print-losses); a step printed twice is
+// a failure.
+inline std::map<int, std::string> step_losses(const std::string& out) {
+  std::map<int, std::string> losses;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    char loss[64];
+    if (std::sscanf(line.c_str(), "step %d loss %63s", &step, loss) == 2) {
+      EXPECT_TRUE(losses.emplace(step, loss).second) << "step " << step << " printed twice";
+    }
+  }
+  return losses;
 }
 
 }  // namespace loom::testing

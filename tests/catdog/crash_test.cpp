@@ -10,20 +10,8 @@ namespace loom {
 namespace {
 
 using testing::Child;
+using testing::step_losses;
 namespace fs = std::filesystem;
-
-// "step <n> loss <hex>" lines of a run's stdout.
-std::map<int, std::string> step_losses(const std::string& out) {
-  std::map<int, std::string> losses;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int step = 0;
-    char loss[64];
-    if (std::sscanf(line.c_str(), "step %d loss %63s", &step, loss) == 2) losses[step] = loss;
-  }
-  return losses;
-}
 
 class Crash : public ::testing::Test {
  protected:

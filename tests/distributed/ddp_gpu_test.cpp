@@ -8,19 +8,9 @@
 namespace loom::testing {
 namespace {
 
-// Restores cuDNN's algorithm choice after a test that needs bitwise reproducibility.
-class DeterministicConvolutions {
- public:
-  DeterministicConvolutions() : previous_(deterministic()) { set_deterministic(true); }
-  ~DeterministicConvolutions() { set_deterministic(previous_); }
-
- private:
-  bool previous_;
-};
-
 TEST(DdpGpu, OverNcclWithOneRankItIsExactlyThePlainModel) {
   LOOM_REQUIRE_CUDA();
-  DeterministicConvolutions deterministic_guard;
+  DeterministicAlgorithmsGuard deterministic_guard;
   const EquivalenceData data = equivalence_data(16 * 10, 11);
   const TrainedRun plain = train_single(data, 16, 10, kCUDA);
   dist::GroupPtr g = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
@@ -32,7 +22,7 @@ TEST(DdpGpu, OverNcclWithOneRankItIsExactlyThePlainModel) {
 
 TEST(DdpGpu, TwoRanksSharingTheGpuEqualOneRankWithTheirBatch) {
   LOOM_REQUIRE_CUDA();
-  DeterministicConvolutions deterministic_guard;
+  DeterministicAlgorithmsGuard deterministic_guard;
   const EquivalenceData data = equivalence_data(8 * 10, 12);
   const TrainedRun single = train_single(data, 8, 10, kCUDA);
   std::vector<TrainedRun> ranks(2);

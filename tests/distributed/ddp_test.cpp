@@ -136,8 +136,10 @@ class TwoHeads : public nn::Module {
 TEST(Ddp, AParameterWithoutAGradientIsAnErrorNamingItOnEveryRank) {
   std::atomic<int> named{0};
   EXPECT_THROW(dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
-    dist::DistributedDataParallel ddp(std::make_shared<TwoHeads>(false), g.shared_from_this());
     try {
+      // The rank that finds the missing gradient first aborts the group: the other may get
+      // the error while it is still constructing its DDP.
+      dist::DistributedDataParallel ddp(std::make_shared<TwoHeads>(false), g.shared_from_this());
       loom::sum(ddp.forward(randn({3, 4}))).backward();
     } catch (const Error& e) {
       const std::string what = e.what();

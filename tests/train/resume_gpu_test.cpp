@@ -11,18 +11,9 @@
 namespace loom {
 namespace {
 
-class DeterministicGuard {
- public:
-  DeterministicGuard() : previous_(deterministic()) { set_deterministic(true); }
-  ~DeterministicGuard() { set_deterministic(previous_); }
-
- private:
-  bool previous_;
-};
-
 TEST(ResumeGpu, MidEpochMatchesAnUninterruptedRun) {
   LOOM_REQUIRE_CUDA();
-  DeterministicGuard deterministic_algorithms;
+  testing::DeterministicAlgorithmsGuard deterministic_algorithms;
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("loom_resume_gpu_" + std::to_string(::getpid()))).string();
   const testing::RunResult straight = testing::train_run(path + ".a", -1, 1, kCUDA);

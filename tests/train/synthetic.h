@@ -28,15 +28,16 @@ class HalvesDataset : public data::Dataset {
 };
 
 // Conv + dropout + dense: a one-logit head for HalvesDataset (dropout draws from the default
-// generator, so resume tests cover its state).
-inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 8) {
+// generator, so resume tests cover its state). Without dropout, N ranks of batch b compute
+// the same maths as one rank of batch N*b (each rank's dropout masks are its own draws).
+inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 8, bool dropout = true) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Sequential>();
   model->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::MaxPool2d>(2));
   model->add(std::make_shared<nn::Flatten>());
-  model->add(std::make_shared<nn::Dropout>(0.25));
+  if (dropout) model->add(std::make_shared<nn::Dropout>(0.25));
   model->add(std::make_shared<nn::Linear>(4 * (size / 2) * (size / 2), 1, true, nn::Init::PyTorch, &gen));
   return model;
 }

@@ -1,0 +1,242 @@
+// loom-catdog train over ranks on the CPU: --world-size 2 with batch B gives, step by step, the
+// losses of --world-size 1 with batch 2B, the same metrics and the same model; a run killed on 2
+// ranks resumes as the uninterrupted 2-rank run; --scale-lr linear warms up to world size x
+// --lr; two processes of a RANK/WORLD_SIZE launch train as the two thread ranks do; and every
+// bad --gpus/--world-size/--device/--backend combination ends with one clear message, no file.
+#include <cmath>
+#include <map>
+
+#include "app_runner.h"
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+using testing::Child;
+using testing::step_losses;
+namespace fs = std::filesystem;
+
+// The CSV's columns by name, one vector of values per column.
+std::map<std::string, std::vector<double>> csv_columns(const std::string& text) {
+  std::istringstream lines(text);
+  std::string header, line;
+  std::getline(lines, header);
+  std::vector<std::string> names;
+  std::istringstream h(header);
+  for (std::string name; std::getline(h, name, ',');) names.push_back(name);
+  std::map<std::string, std::vector<double>> columns;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string cell;
+    for (size_t i = 0; i < names.size() && std::getline(cells, cell, ','); ++i)
+      columns[names[i]].push_back(std::stod(cell));
+  }
+  return columns;
+}
+
+void expect_relative(double got, double want, double tolerance, const std::string& what) {
+  EXPECT_LE(std::abs(got - want), tolerance * std::abs(want))
+      << what << ": " << got << " vs " << want;
+}
+
+class CatdogRanks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() /
+             ("loom_catdog_ranks_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                .string();
+    fs::remove_all(root_);
+    testing::make_photo_folder(root_ + "/data", 24, 6, 3);  // 48 training, 12 validation images
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // seed_cnn has neither dropout nor BatchNorm, and the augmentation of a sample is keyed by
+  // (seed, epoch, sample index), so 2 ranks of batch b and 1 rank of batch 2b do the same maths:
+  // DistributedSampler deals each global batch of the one rank's order to the two ranks, whose
+  // averaged gradient is the global batch's mean gradient.
+  std::vector<std::string> args(const std::string& name, int world, int64_t batch,
+                                int64_t epochs = 3) const {
+    return {"train",
+            "--data",
+            root_ + "/data",
+            "--epochs",
+            std::to_string(epochs),
+            "--batch-size",
+            std::to_string(batch),
+            "--world-size",
+            std::to_string(world),
+            "--device",
+            "cpu",
+            "--workers",
+            "0",
+            "--seed",
+            "3",
+            "--print-losses",
+            "--out",
+            root_ + "/" + name + ".st"};
+  }
+  std::string root_;
+};
+
+TEST_F(CatdogRanks, TwoRanksOfBatchBEqualOneRankOfBatch2B) {
+  const auto [s2, two] = testing::run_to_end(args("two", 2, 4), root_ + "/two");
+  ASSERT_EQ(s2, 0) << two;
+  const auto [s1, one] = testing::run_to_end(args("one", 1, 8), root_ + "/one");
+  ASSERT_EQ(s1, 0) << one;
+  EXPECT_NE(two.find("world size 2 (threads, threads), batch 4 per rank, 8 global"),
+            std::string::npos)
+      << two;
+  EXPECT_NE(one.find("world size 1, batch 8 per rank, 8 global"), std::string::npos) << one;
+
+  const std::map<int, std::string> l2 = step_losses(two), l1 = step_losses(one);
+  ASSERT_EQ(l1.size(), 18u) << one;  // 3 epochs of 48 / 8 steps
+  ASSERT_EQ(l2.size(), l1.size()) << two;
+  EXPECT_NE(l1.at(1), l1.at(18));
+  for (const auto& [step, loss] : l1) {
+    expect_relative(std::strtod(l2.at(step).c_str(), nullptr), std::strtod(loss.c_str(), nullptr),
+                    1e-5, "step " + std::to_string(step));
+  }
+  auto m2 = csv_columns(testing::read_text(root_ + "/two.metrics.csv"));
+  auto m1 = csv_columns(testing::read_text(root_ + "/one.metrics.csv"));
+  for (const char* column : {"loss", "val_loss"}) {
+    ASSERT_EQ(m2[column].size(), 3u) << column;
+    for (size_t e = 0; e < 3; ++e) expect_relative(m2[column][e], m1[column][e], 1e-5, column);
+  }
+  EXPECT_EQ(m2["val_accuracy"], m1["val_accuracy"]);
+  // The model file of the 2-rank run is the wrapped model, with the 1-rank run's weights. To
+  // 1e-4 of each tensor's largest weight, not 1e-5: Adam's update m / sqrt(v) is about +-lr
+  // whatever a gradient's size, so the float32 summation-order differences of gradients near
+  // zero (one mean over 8 samples against two over 4) move such weights by a fraction of lr
+  // per step; over 18 steps of the 3200-input dense layer that reaches 3e-5.
+  const io::LoadedModel a = io::load_model(root_ + "/two.st"),
+                        b = io::load_model(root_ + "/one.st");
+  for (const auto& [name, t] : b.model->state_dict()) {
+    const Tensor other = a.model->state_dict().at(name);
+    const double scale = std::max(max(abs(t)).item<double>(), 1e-3);
+    EXPECT_LE(max(abs(other - t)).item<double>() / scale, 1e-4) << name;
+  }
+}
+
+TEST_F(CatdogRanks, KilledOnTwoRanksResumesAsTheUninterruptedRun) {
+  auto with_checkpoints = [&](const std::string& name) {
+    std::vector<std::string> a = args(name, 2, 4);
+    a.insert(a.end(), {"--checkpoint-every-steps", "4", "--checkpoint", root_ + "/run.ckpt"});
+    return a;
+  };
+  Child straight(with_checkpoints("straight"), root_ + "/straight");
+  ASSERT_EQ(straight.wait(), 0) << straight.err();
+  const std::map<int, std::string> losses = step_losses(straight.out());
+  ASSERT_EQ(losses.size(), 18u);
+  fs::remove(root_ + "/run.ckpt");
+
+  // The second checkpoint write (step 8's, the first to replace a file) pauses halfway, so the
+  // kill lands mid-run for sure: step 4's checkpoint, mid-epoch 1, is the last complete one.
+  Child killed(with_checkpoints("killed"), root_ + "/killed",
+               {std::string(io::kCheckpointPauseEnv) + "=20000"});
+  ASSERT_TRUE(killed.wait_for(true, "checkpoint write paused")) << killed.out() << killed.err();
+  killed.kill();
+  const int from = static_cast<int>(io::read_checkpoint(root_ + "/run.ckpt").state.global_step);
+  ASSERT_EQ(from, 4);
+  std::vector<std::string> resume = with_checkpoints("resumed");
+  resume.insert(resume.end(), {"--resume", root_ + "/run.ckpt"});
+  Child resumed(resume, root_ + "/resumed");
+  ASSERT_EQ(resumed.wait(), 0) << resumed.err();
+  const std::map<int, std::string> after = step_losses(resumed.out());
+  ASSERT_EQ(after.size(), losses.size() - from) << resumed.out();
+  for (const auto& [step, loss] : after) EXPECT_EQ(loss, losses.at(step)) << "step " << step;
+  EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"),
+            testing::read_text(root_ + "/straight.metrics.csv"));
+
+  // The world size sets the global batch: another one is another recipe.
+  std::vector<std::string> alone = args("alone", 1, 4);
+  alone.insert(alone.end(), {"--resume", root_ + "/run.ckpt"});
+  testing::expect_clear_error(alone, root_ + "/alone", "world_size = 2, this run has 1");
+}
+
+TEST_F(CatdogRanks, ScaleLrLinearWarmsUpToWorldSizeTimesLr) {
+  std::vector<std::string> a = args("scaled", 2, 8);  // 3 steps of each rank's 24 samples per epoch
+  a.insert(a.end(), {"--lr", "0.001", "--scale-lr", "linear", "--warmup-epochs", "2"});
+  const auto [status, text] = testing::run_to_end(a, root_ + "/scaled");
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("lr 0.001 x 2 = 0.002 after a linear warmup over 2 epochs"),
+            std::string::npos)
+      << text;
+  // Goyal et al.'s warmup, per step s of 6: lr = 0.002 * (1/2 + (1/2) s / 6); the epochs' ends
+  // are steps 3 (0.0015) and 6 (the full 0.002).
+  const std::vector<double> lrs =
+      csv_columns(testing::read_text(root_ + "/scaled.metrics.csv"))["lr"];
+  ASSERT_EQ(lrs.size(), 3u);
+  EXPECT_NEAR(lrs[0], 0.0015, 1e-12);
+  EXPECT_NEAR(lrs[1], 0.002, 1e-12);
+  EXPECT_NEAR(lrs[2], 0.002, 1e-12);
+}
+
+TEST_F(CatdogRanks, TwoProcessesOfARankLaunchTrainAsTwoThreadRanks) {
+  const auto [status, threads] = testing::run_to_end(args("threads", 2, 4, 1), root_ + "/threads");
+  ASSERT_EQ(status, 0) << threads;
+  // As torchrun would start them; rank 1's own file names show that it writes none.
+  const std::string port = std::to_string(21000 + ::getpid() % 20000);
+  std::vector<std::unique_ptr<Child>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> a = args("proc" + std::to_string(r), 1, 4, 1);
+    a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+    a.insert(a.end(), {"--backend", "tcp"});
+    ranks.push_back(std::make_unique<Child>(
+        a, root_ + "/proc" + std::to_string(r),
+        std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                                 "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1",
+                                 "MASTER_PORT=" + port}));
+  }
+  for (auto& c : ranks) ASSERT_EQ(c->wait(), 0) << c->out() << c->err();
+  const std::map<int, std::string> launched = step_losses(ranks[0]->out()),
+                                   spawned = step_losses(threads);
+  ASSERT_EQ(launched.size(), 6u) << ranks[0]->out();
+  for (const auto& [step, loss] : spawned) {
+    expect_relative(std::strtod(launched.at(step).c_str(), nullptr),
+                    std::strtod(loss.c_str(), nullptr), 1e-6, "step " + std::to_string(step));
+  }
+  EXPECT_NE(ranks[0]->out().find("world size 2 (launched, tcp)"), std::string::npos)
+      << ranks[0]->out();
+  EXPECT_EQ(ranks[1]->out(), "");
+  EXPECT_TRUE(fs::exists(root_ + "/proc0.st"));
+  for (const char* file : {"/proc1.st", "/proc1.st.ckpt", "/proc1.metrics.csv"})
+    EXPECT_FALSE(fs::exists(root_ + file)) << file;
+}
+
+TEST_F(CatdogRanks, BadRankFlagsEndWithAClearMessageAndWriteNothing) {
+  const std::string out = root_ + "/bad.st";
+  auto bad = [&](const std::vector<std::string>& flags, const std::string& fragment) {
+    std::vector<std::string> a = {"train",     "--data", root_ + "/data", "--epochs", "1",
+                                  "--workers", "0",      "--out",         out};
+    a.insert(a.end(), flags.begin(), flags.end());
+    testing::expect_clear_error(a, root_ + "/bad", fragment);
+    for (const std::string& file : {out, out + ".ckpt", root_ + "/bad.metrics.csv"}) {
+      EXPECT_FALSE(fs::exists(file)) << file << " written by " << fragment;
+    }
+  };
+  const int gpus = cuda_device_count();
+  bad({"--gpus", std::to_string(gpus + 3)},
+      "--gpus " + std::to_string(gpus + 3) + ": this machine has " + std::to_string(gpus) + " GPU");
+  bad({"--world-size", "0", "--device", "cpu"}, "--world-size must be at least 1, got 0");
+  bad({"--gpus", "2", "--world-size", "3"}, "--gpus 2 and --world-size 3 disagree");
+  bad({"--gpus", "1", "--device", "cpu"}, "--gpus 1 trains on cuda:0 but --device is cpu");
+  bad({"--world-size", "2", "--device", "cpu", "--backend", "mpi"},
+      "--backend mpi joins processes");
+  bad({"--world-size", "2", "--device", "cpu", "--backend", "nccl"},
+      "--backend nccl needs --device cuda");
+  bad({"--world-size", "2", "--device", "cpu", "--backend", "gloo"},
+      "--backend: unknown distributed backend 'gloo'");
+  bad({"--backend", "threads", "--device", "cpu"}, "--backend threads: one rank has no backend");
+  bad({"--world-size", "2", "--device", "cpu", "--scale-lr", "square"}, "--scale-lr");
+  if (gpus < 2) {  // NCCL needs a GPU per rank; sharing one takes an explicit --backend threads
+    // Without CUDA, or without any GPU, --device cuda itself is what is refused.
+    bad({"--world-size", "2", "--device", "cuda"},
+        !built_with_cuda() ? "--device cuda: this loom-catdog was built without CUDA"
+        : gpus == 0        ? "--device cuda: this machine has 0 CUDA devices"
+                           : "add --backend threads");
+  }
+}
+
+}  // namespace
+}  // namespace loom
