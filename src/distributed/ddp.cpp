@@ -211,21 +211,24 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr module, GroupPtr 
   LOOM_CHECK(group_ != nullptr, "DistributedDataParallel: the process group is null");
   register_module("module", module_);
 
-  NamedList params, buffers;
+  // Every parameter is checked and set to rank 0's, frozen ones too; the trainable ones are
+  // also reduced.
+  NamedList all_params, params, buffers;
   for (const auto& [name, p] : module_->named_parameters()) {
+    all_params.emplace_back(name, p);
     if (p.requires_grad()) params.emplace_back(name, p);
   }
   for (const auto& [name, b] : module_->named_buffers()) buffers.emplace_back(name, b);
-  for (const NamedList* list : {&params, &buffers}) {
+  for (const NamedList* list : {&all_params, &buffers}) {
     for (const auto& [name, t] : *list) {
       LOOM_CHECK(t.device() == group_->device(), "DistributedDataParallel: '", name, "' is on ",
                  t.device().str(), " but the group's collectives run on ", group_->device().str(),
                  " (", group_->who(), "); move the model first");
     }
   }
-  check_same_across_ranks(*group_, params, "parameter");
+  check_same_across_ranks(*group_, all_params, "parameter");
   check_same_across_ranks(*group_, buffers, "buffer");
-  broadcast_from_rank0(*group_, params);
+  broadcast_from_rank0(*group_, all_params);
   broadcast_from_rank0(*group_, buffers);
 
   reducer_ = std::make_unique<Reducer>(*group_, options, params);
