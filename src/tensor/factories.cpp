@@ -20,6 +20,18 @@ void check_options(const TensorOptions& options, const char* op) {
   }
 }
 
+// Bytes of a tensor of `shape`. Shapes come from model files and flags too: a product that
+// does not fit, or that asks for more than any machine has (256 TiB), is an error, never a
+// wrapped small number that a later write would overrun.
+size_t byte_size(const Shape& shape, DType dtype, const char* op) {
+  constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
+  const uint64_t n = static_cast<uint64_t>(numel_of(shape)), per = element_size(dtype);
+  LOOM_CHECK(n <= kMaxBytes / per, op, ": a tensor of shape ", shape_str(shape), " and dtype ",
+             dtype_name(dtype), " would need ", n, " x ", per, " bytes, more than the ", kMaxBytes,
+             " any tensor may have");
+  return static_cast<size_t>(n * per);
+}
+
 Tensor finish(Tensor t, const TensorOptions& options) {
   if (options.requires_grad_) t.set_requires_grad(true);
   return t;
@@ -29,10 +41,9 @@ Tensor finish(Tensor t, const TensorOptions& options) {
 
 Tensor empty(const Shape& shape, const TensorOptions& options) {
   check_options(options, "empty");
-  const int64_t n = numel_of(shape);
+  const size_t bytes = byte_size(shape, options.dtype_, "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<size_t>(n) * element_size(options.dtype_),
-                                    options.device_);
+  impl->storage = Storage::allocate(bytes, options.device_);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = options.dtype_;
@@ -89,8 +100,7 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device,
   const int64_t n = numel_of(shape);
   LOOM_CHECK(data != nullptr || n == 0, "from_blob: null data for shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::wrap(data, static_cast<size_t>(n) * element_size(dtype), device,
-                                std::move(deleter));
+  impl->storage = Storage::wrap(data, byte_size(shape, dtype, "from_blob"), device, std::move(deleter));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

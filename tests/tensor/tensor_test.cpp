@@ -55,6 +55,18 @@ TEST(Factories, BadArgumentsThrow) {
   EXPECT_LOOM_ERROR(Tensor().shape(), "undefined");
 }
 
+TEST(Factories, SizesThatDoNotFitAreErrorsNotWrappedAllocations) {
+  // 2^31 x 2^31 float32 is 2^64 bytes: the product used to wrap to 0, and a 64-byte block
+  // was then written as if it held the whole tensor (a model file's Linear(2^31, 2^31)).
+  const int64_t big = int64_t(1) << 31;
+  EXPECT_LOOM_ERROR(empty({big, big}), "empty: a tensor of shape [2147483648, 2147483648] and dtype float32");
+  EXPECT_LOOM_ERROR(zeros({big, big}, kFloat64), "more than the 281474976710656 any tensor may have");
+  EXPECT_LOOM_ERROR(randn({big, big}), "would need");
+  float x = 1.0f;
+  EXPECT_LOOM_ERROR(from_blob(&x, {big, big}, kFloat32), "from_blob: a tensor of shape");
+  EXPECT_LOOM_ERROR(empty({big, big, big}), "too many elements");
+}
+
 TEST(Factories, CudaTensorWithoutCudaIsAClearError) {
   if (cuda_is_available()) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_LOOM_ERROR(zeros({2}, kCUDA), "cuda:0");
