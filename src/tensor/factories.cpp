@@ -21,10 +21,12 @@ void check_options(const TensorOptions& options, const char* op) {
 }
 
 // Bytes of a tensor of `shape`. Shapes come from model files and flags too: a product that
-// does not fit, or that asks for more than any machine has (256 TiB), is an error, never a
-// wrapped small number that a later write would overrun.
+// does not fit, or that asks for more than any machine could have (1 EiB, which leaves the
+// allocators' rounding room below 2^64), is an error, never a wrapped small number that a later
+// write would overrun. Smaller impossible requests still reach the allocator, whose
+// out-of-memory error names the device and its statistics.
 size_t byte_size(const Shape& shape, DType dtype, const char* op) {
-  constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
+  constexpr uint64_t kMaxBytes = uint64_t(1) << 60;
   const uint64_t n = static_cast<uint64_t>(numel_of(shape)), per = element_size(dtype);
   LOOM_CHECK(n <= kMaxBytes / per, op, ": a tensor of shape ", shape_str(shape), " and dtype ",
              dtype_name(dtype), " would need ", n, " x ", per, " bytes, more than the ", kMaxBytes,
