@@ -248,11 +248,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr module, GroupPtr 
       const Tensor& b = buffers[i].second;
       Tensor slot = r.buffer_arenas[places[i].first].flat.narrow(0, places[i].second, b.numel()).view(b.shape());
       slot.copy_(b);
-      TensorImpl& impl = *b.impl();  // every handle of the buffer now reads the arena
-      impl.storage = slot.storage();
-      impl.shape = slot.shape();
-      impl.strides = slot.strides();
-      impl.offset = slot.offset();
+      nn::retarget(b, slot);  // every handle of the buffer now reads the arena
     }
   }
 }

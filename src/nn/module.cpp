@@ -10,18 +10,6 @@ namespace loom::nn {
 
 namespace {
 
-// Points `target`'s implementation at `moved`'s data, so every handle sharing the
-// implementation (layer members, user copies, optimizers) sees the move.
-void retarget(const Tensor& target, const Tensor& moved) {
-  if (moved.is_same(target)) return;
-  TensorImpl& impl = *target.impl();
-  impl.storage = moved.storage();
-  impl.shape = moved.shape();
-  impl.strides = moved.strides();
-  impl.offset = moved.offset();
-  impl.dtype = moved.dtype();
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -134,6 +122,16 @@ void Module::for_each_tensor(const std::function<void(Tensor&)>& fn) {
     for (auto& entry : m.parameters_) fn(entry.second);
     for (auto& entry : m.buffers_) fn(entry.second);
   });
+}
+
+void retarget(const Tensor& target, const Tensor& moved) {
+  if (moved.is_same(target)) return;
+  TensorImpl& impl = *target.impl();
+  impl.storage = moved.storage();
+  impl.shape = moved.shape();
+  impl.strides = moved.strides();
+  impl.offset = moved.offset();
+  impl.dtype = moved.dtype();
 }
 
 void Module::to(Device device) {

@@ -107,6 +107,11 @@ class Module {
   bool training_ = true;
 };
 
+// Points `target`'s implementation at `moved`'s data (storage, geometry, dtype), so every handle
+// sharing the implementation (layer members, user copies, optimizers) sees the move: how
+// Module::to moves tensors in place, and how DistributedDataParallel puts buffers in its arena.
+void retarget(const Tensor& target, const Tensor& moved);
+
 // Puts a module (and every descendant) in eval mode for the guard's lifetime, then restores
 // each module's own mode: summary() and predict() use it so they never change training state.
 class EvalModeGuard {
