@@ -50,6 +50,9 @@ struct TrainArgs {
   // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
   std::string scale_lr = "off";
   int64_t warmup_epochs = 5;
+  // A library caller's own callbacks (loom-scaling's time to accuracy), after loom-catdog's;
+  // shared by every rank's fit (they see ctx.rank: act on rank 0 only).
+  std::vector<train::CallbackPtr> callbacks;
 };
 
 struct EvaluateArgs {

@@ -184,6 +184,7 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(with_suffix(metrics_csv, ".jsonl")));
   if (args.print_losses) fit.callbacks.push_back(loss_printer());
   fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ckpt_options));
+  fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
 
   const train::History history = train::fit(*trained, loss_for_outputs(1), optimizer, train_loader, &val_loader, fit);
   if (rank.rank == 0) io::save_model(args.out, *model, data.prep);

@@ -1,7 +1,6 @@
 // loom-scaling's report: '#' lines stating the setup, one row per world size (nccl-tests' way),
-// and the same figures as JSON.
+// and the same figures as JSON (schema in apps/scaling/README.md) and CSV.
 #include <cstdio>
-#include <ctime>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +11,7 @@ namespace loom::scaling {
 
 namespace {
 
-// The first lines a command prints, or "" when it cannot run (no nvidia-smi on a CPU machine).
+// A command's output, "" when it cannot run (no nvidia-smi on a CPU machine).
 std::string command_output(const char* command) {
   std::string out;
   if (FILE* pipe = popen(command, "r")) {
@@ -23,23 +22,62 @@ std::string command_output(const char* command) {
   return out;
 }
 
-std::string today() {
-  const std::time_t t = std::time(nullptr);
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "NVIDIA H200, 580.65" per GPU.
+std::string gpu_lines() {
+  return command_output("nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null");
+}
+
+std::string fixed(const std::optional<double>& v, int digits) {
+  if (!v) return "-";
   char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M", std::gmtime(&t));
+  std::snprintf(text, sizeof(text), "%.*f", digits, *v);
   return text;
 }
 
-std::string row_text(const Row& r) {
-  char line[256];
+std::string row_text(const Row& r, bool plain) {
+  char line[320];
   if (!r.ran) {
     std::snprintf(line, sizeof(line), "%6d  %s\n", r.world_size, r.note.c_str());
-  } else {
-    std::snprintf(line, sizeof(line), "%6d  %8lld  %10.3f  %8.3f  %8.3f  %10.1f  %7.2fx  %9.1f%%  %s\n",
-                  r.world_size, static_cast<long long>(r.global_batch), r.median_ms, r.p10_ms, r.p90_ms,
-                  r.images_per_s, r.speedup, 100.0 * r.efficiency, r.note.c_str());
+    return line;
   }
+  std::snprintf(line, sizeof(line),
+                "%6s  %7lld  %9.3f  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %8s  %8s  %8.3f  %6d  %8s  %s\n",
+                plain ? "plain" : std::to_string(r.world_size).c_str(), static_cast<long long>(r.global_batch),
+                r.median_ms, r.p10_ms, r.p90_ms, r.images_per_s, r.speedup, 100.0 * r.efficiency,
+                fixed(r.comm_ms, 3).c_str(), fixed(r.exposed_comm_ms, 3).c_str(), r.loader_wait_ms,
+                r.differing_ranks, fixed(r.usd_per_million_images, 3).c_str(), r.note.c_str());
   return line;
+}
+
+std::string csv(const std::optional<double>& v) { return v ? fixed(v, 6) : ""; }
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json row_json(const Row& r) {
+  return {{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note}, {"global_batch", r.global_batch},
+          {"median_ms", r.median_ms}, {"p10_ms", r.p10_ms}, {"p90_ms", r.p90_ms},
+          {"images_per_s", r.images_per_s}, {"speedup", r.speedup}, {"efficiency", r.efficiency},
+          {"comm_ms", optional_json(r.comm_ms)}, {"exposed_comm_ms", optional_json(r.exposed_comm_ms)},
+          {"loader_wait_ms", r.loader_wait_ms}, {"differing_ranks", r.differing_ranks},
+          {"usd_per_million_images", optional_json(r.usd_per_million_images)}};
+}
+
+int64_t bucket_bytes(const dist::BucketInfo& b) { return b.numel * static_cast<int64_t>(element_size(b.dtype)); }
+
+std::string placement_text(const Config& c) {
+  switch (c.placement) {
+    case Placement::Gpus:
+      return c.launch == "processes" ? "one rank per GPU over NCCL, a process per rank (TCP rendezvous)"
+                                     : "one rank per GPU over NCCL, a thread per rank";
+    case Placement::OneGpu:
+      return "every rank on cuda:0 (threads backend): shows N ranks working, NOT a multi-GPU speedup";
+    case Placement::Cpu:
+      return c.launch == "processes" ? "CPU ranks, a process per rank (TCP backend): slow, for checking only"
+                                     : "CPU thread ranks (threads backend): slow, for checking only";
+  }
+  return "";
 }
 
 }  // namespace
@@ -47,50 +85,128 @@ std::string row_text(const Row& r) {
 std::string report_text(const Report& report) {
   const Config& c = report.config;
   std::ostringstream out;
-  out << "# loom-scaling: data-parallel training steps (forward, BCE, backward, DDP all-reduce, Adam) "
-      << today() << " UTC\n";
-  out << "# device " << (c.device.is_cuda() ? "cuda, one rank per GPU over NCCL" : "cpu, thread ranks over the threads backend")
-      << "; " << cuda_device_count() << " CUDA devices visible; NCCL " << dist::nccl_version() << "\n";
-  for (const char* command : {"nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null",
-                              "nvidia-smi topo -m 2>/dev/null"}) {
-    std::istringstream lines(command_output(command));
-    for (std::string line; std::getline(lines, line);) out << "#   " << line << "\n";
-  }
-  out << "# model " << c.model << " (" << report.parameters << " parameters), precision " << c.precision
-      << ", synthetic 64x64 images, " << (c.strong ? "strong" : "weak") << " scaling, "
-      << (c.strong ? "global batch split over the ranks" : "batch " + std::to_string(c.batch_per_rank) + " per rank")
+  out << "# loom-scaling " << report.date
+      << ": data-parallel training steps (forward, BCE, backward with the DDP all-reduce, Adam)\n";
+  out << "# placement: " << placement_text(c) << "\n";
+  out << "# " << cuda_device_count() << " CUDA device" << (cuda_device_count() == 1 ? "" : "s") << " visible; "
+      << (built_with_cuda() ? cuda_library_versions() + ", " : "") << "NCCL " << dist::nccl_version() << "\n";
+  std::istringstream gpus(gpu_lines());
+  for (std::string line; std::getline(gpus, line);) out << "#   GPU " << line << "\n";
+  std::istringstream topology(command_output("nvidia-smi topo -m 2>/dev/null"));
+  for (std::string line; std::getline(topology, line);) out << "#   " << line << "\n";
+  out << "# model " << c.model << " (" << report.parameters << " parameters), precision "
+      << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision) << ", "
+      << (c.data == "synthetic" ? "synthetic 64x64 images" : "photographs from " + c.data + " (64x64, torchvision augmentation)")
+      << ", " << (c.strong ? "strong" : "weak") << " scaling, "
+      << (c.strong ? "the global batch of the largest world split over the ranks"
+                   : "batch " + std::to_string(c.batch_per_rank) + " per rank, global batch = ranks x that")
       << "\n";
   out << "# " << c.steps << " timed steps after " << c.warmup << " warm-up steps; step time: "
-      << (c.device.is_cuda() ? "CUDA events on rank 0's stream" : "rank 0's host clock")
-      << "; speedup: images/s against loom's plain model (no DDP) on one device\n";
+      << (c.placement == Placement::Cpu ? "rank 0's host clock" : "CUDA events on rank 0's compute stream")
+      << " (every rank waits for the others each step)\n";
   out << "# buckets of the largest world run: " << report.buckets.size();
-  for (const auto& b : report.buckets) out << " [" << b.numel << " " << dtype_name(b.dtype) << "]";
-  out << "\n#\n";
-  out << "# ranks    global   median_ms   p10_ms   p90_ms    images/s  speedup  efficiency\n";
-  for (const Row& r : report.rows) out << row_text(r);
+  for (const auto& b : report.buckets) out << " [" << b.numel << " " << dtype_name(b.dtype) << ", " << bucket_bytes(b) << " B]";
+  out << "\n";
+  out << "# speedup = images/s over loom's plain model (no DDP wrapper) on one device; efficiency = speedup / ranks\n"
+      << "# comm_ms = the step's bucket all-reduces alone, back to back; exposed = median stall of the compute\n"
+      << "#   stream at the end of backward waiting for them (events; the CPU: host clock); loader = median host wait for a\n"
+      << "#   batch; differ = ranks whose parameter hash differs from rank 0's after the run (must be 0)\n";
+  if (c.price_per_gpu_hour) out << "# cost: " << *c.price_per_gpu_hour << " $ per GPU hour\n";
+  out << "#\n";
+  if (report.baseline.ran) {  // not with --tta-only
+    out << "# ranks   global  median_ms    p10_ms    p90_ms    images/s  speedup  effic.   comm_ms   exposed   loader  differ  $/M img\n";
+    out << row_text(report.baseline, true);
+    for (const Row& r : report.rows) out << row_text(r, false);
+  }
+  if (report.accuracy) {
+    const AccuracyRun& a = *report.accuracy;
+    out << "#\n# time to accuracy: validation accuracy >= " << a.target << " on " << c.data << "; lr rule: " << a.lr_rule << "\n";
+    out << "# ranks   global        lr  epochs  to_target  seconds_to_target  final_acc   seconds  $_to_target\n";
+    for (const AccuracyRow& r : a.rows) {
+      char line[256];
+      if (!r.ran) {
+        std::snprintf(line, sizeof(line), "%7d  %s\n", r.world_size, r.note.c_str());
+      } else {
+        std::snprintf(line, sizeof(line), "%7d  %7lld  %8.4f  %6lld  %9s  %17s  %9.4f  %8.1f  %11s\n", r.world_size,
+                      static_cast<long long>(r.global_batch), r.lr, static_cast<long long>(r.epochs),
+                      r.epochs_to_target ? std::to_string(*r.epochs_to_target).c_str() : "never",
+                      fixed(r.seconds_to_target, 1).c_str(), r.final_accuracy, r.seconds, fixed(r.usd_to_target, 4).c_str());
+      }
+      out << line;
+    }
+  }
   return out.str();
 }
 
 std::string report_json(const Report& report) {
-  nlohmann::json j;
   const Config& c = report.config;
+  nlohmann::json j;
+  j["tool"] = "loom";
+  j["date"] = report.date;
   j["model"] = c.model;
-  j["device"] = c.device.str();
+  j["parameters"] = report.parameters;
+  int64_t gradient_bytes = 0;
+  j["buckets"] = nlohmann::json::array();
+  for (const auto& b : report.buckets) {
+    gradient_bytes += bucket_bytes(b);
+    j["buckets"].push_back({{"numel", b.numel}, {"bytes", bucket_bytes(b)}, {"dtype", dtype_name(b.dtype)}});
+  }
+  j["gradient_bytes"] = gradient_bytes;
+  j["device"] = c.placement == Placement::Cpu ? "cpu" : "cuda";
+  const std::string gpus = gpu_lines();
+  const std::string first = first_line(gpus);
+  const size_t a = first.find(", "), b = first.rfind(", ");
+  j["gpu_name"] = a != std::string::npos && b > a ? first.substr(a + 2, b - a - 2) : "";
+  j["gpus_present"] = cuda_device_count();
+  j["placement"] = placement_name(c.placement);
+  j["launch"] = c.launch;
   j["precision"] = c.precision;
   j["scaling"] = c.strong ? "strong" : "weak";
+  j["data"] = c.data;
   j["batch_per_rank"] = c.batch_per_rank;
   j["steps"] = c.steps;
   j["warmup"] = c.warmup;
-  j["parameters"] = report.parameters;
-  j["nccl"] = dist::nccl_version();
+  j["versions"] = {{"driver", b != std::string::npos ? first.substr(b + 2) : ""},
+                   {"cuda", built_with_cuda() ? cuda_library_versions() : ""},
+                   {"nccl", dist::nccl_version()},
+                   {"framework", "loom"}};
+  j["price_per_gpu_hour"] = optional_json(c.price_per_gpu_hour);
+  j["baseline"] = row_json(report.baseline);
   j["rows"] = nlohmann::json::array();
-  for (const Row& r : report.rows) {
-    j["rows"].push_back({{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note},
-                         {"global_batch", r.global_batch}, {"median_ms", r.median_ms},
-                         {"p10_ms", r.p10_ms}, {"p90_ms", r.p90_ms}, {"images_per_s", r.images_per_s},
-                         {"speedup", r.speedup}, {"efficiency", r.efficiency}});
+  for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
+  j["time_to_accuracy"] = nullptr;
+  if (report.accuracy) {
+    nlohmann::json t = {{"target", report.accuracy->target}, {"model", c.model}, {"lr_rule", report.accuracy->lr_rule}};
+    t["rows"] = nlohmann::json::array();
+    for (const AccuracyRow& r : report.accuracy->rows) {
+      auto opt_int = [](const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      t["rows"].push_back({{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note},
+                           {"global_batch", r.global_batch}, {"lr", r.lr}, {"epochs", r.epochs},
+                           {"epochs_to_target", opt_int(r.epochs_to_target)},
+                           {"seconds_to_target", optional_json(r.seconds_to_target)},
+                           {"final_accuracy", r.final_accuracy}, {"seconds", r.seconds},
+                           {"usd_to_target", optional_json(r.usd_to_target)}});
+    }
+    j["time_to_accuracy"] = t;
   }
   return j.dump(2) + "\n";
+}
+
+std::string report_csv(const Report& report) {
+  std::ostringstream out;
+  out << "kind,world_size,ran,global_batch,median_ms,p10_ms,p90_ms,images_per_s,speedup,efficiency,comm_ms,"
+         "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,note\n";
+  auto line = [&](const char* kind, const Row& r) {
+    std::string note = r.note;
+    for (char& ch : note) if (ch == ',' || ch == '"') ch = ';';  // one field, no quoting needed
+    out << kind << "," << r.world_size << "," << (r.ran ? 1 : 0) << "," << r.global_batch << "," << r.median_ms << ","
+        << r.p10_ms << "," << r.p90_ms << "," << r.images_per_s << "," << r.speedup << "," << r.efficiency << ","
+        << csv(r.comm_ms) << "," << csv(r.exposed_comm_ms) << "," << r.loader_wait_ms << ","
+        << r.differing_ranks << "," << csv(r.usd_per_million_images) << "," << note << "\n";
+  };
+  line("plain", report.baseline);
+  for (const Row& r : report.rows) line("ddp", r);
+  return out.str();
 }
 
 }  // namespace loom::scaling

@@ -1,87 +1,48 @@
-// loom-scaling's runs (see scaling.h): the plain model on one device, then DDP over each world.
+// loom-scaling's runs (scaling.h): the plain model on one device, then DDP over each world, its
+// ranks as threads (dist::spawn) or as processes (process_launch.h).
 #include "scaling.h"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <chrono>
-#include <functional>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
+
+#include "process_launch.h"
+#include "rank_run.h"
 
 namespace loom::scaling {
 
 namespace {
 
-std::shared_ptr<nn::Module> make_model(const std::string& name) {
-  if (name == "seed_cnn") return nn::seed_cnn();
-  if (name == "classic_cnn") return nn::classic_cnn();
-  if (name == "resnet18") return nn::resnet18(1);
-  LOOM_FAIL("--model: expected seed_cnn, classic_cnn or resnet18, got '", name.substr(0, 64), "'");
+double quantile(const std::vector<double>& sorted, double q) {
+  return sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
 }
 
-// One training step's work, as a user's loop does it.
-struct Trainee {
-  std::shared_ptr<nn::Module> model;
-  std::unique_ptr<optim::Adam> adam;
-  Tensor images, labels;
-  void step() {
-    adam->zero_grad();
-    nn::binary_cross_entropy_with_logits(model->forward(images), labels).backward();
-    adam->step();
-  }
-};
-
-Trainee make_trainee(const Config& c, int64_t batch, Device device, dist::GroupPtr group,
-                     std::vector<dist::BucketInfo>* buckets) {
-  Trainee t;
-  manual_seed(1);  // the same weights everywhere (DDP would send rank 0's anyway)
-  t.model = make_model(c.model);
-  t.model->to(device);
-  t.model->train();
-  if (group) {
-    auto ddp = std::make_shared<dist::DistributedDataParallel>(t.model, group);
-    if (buckets) *buckets = ddp->buckets();
-    t.model = ddp;
-  }
-  t.adam = std::make_unique<optim::Adam>(t.model->parameters(), optim::GroupOptions().with_lr(1e-3));
-  // Random images (never zeros), each rank its own (the generator is the rank's).
-  t.images = rand({batch, 3, 64, 64}, device);
-  t.labels = randint(0, 2, {batch, 1}, TensorOptions(kFloat32).device(device));
-  return t;
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return quantile(v, 0.5);
 }
 
-// Milliseconds of each of `steps` steps after `warmup`: CUDA events on the current stream
-// between steps on a GPU (device time), the host clock on the CPU.
-std::vector<double> timed_steps(Trainee& t, int warmup, int steps, Device device) {
-  for (int i = 0; i < warmup; ++i) t.step();
-  std::vector<double> ms;
-  if (device.is_cuda()) {
-    const int d = device.index;
-    cuda::synchronize_stream(cuda::current_stream(d));
-    std::vector<std::unique_ptr<cuda::Event>> marks;
-    for (int i = 0; i <= steps; ++i) marks.push_back(std::make_unique<cuda::Event>(d));
-    marks[0]->record(cuda::current_stream(d));
-    for (int i = 0; i < steps; ++i) {
-      t.step();
-      marks[i + 1]->record(cuda::current_stream(d));
-    }
-    marks[steps]->synchronize();
-    for (int i = 0; i < steps; ++i) ms.push_back(cuda::Event::elapsed_ms(*marks[i], *marks[i + 1]));
-  } else {
-    for (int i = 0; i < steps; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      t.step();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-  }
-  return ms;
-}
-
-void fill_times(Row& row, std::vector<double> ms) {
+void fill_row(Row& row, const RankResult& r, const Config& c) {
+  std::vector<double> ms = r.step_ms;
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-  row.median_ms = at(0.5);
-  row.p10_ms = at(0.1);
-  row.p90_ms = at(0.9);
+  row.median_ms = quantile(ms, 0.5);
+  row.p10_ms = quantile(ms, 0.1);
+  row.p90_ms = quantile(ms, 0.9);
   row.images_per_s = static_cast<double>(row.global_batch) / (row.median_ms / 1e3);
+  row.comm_ms = r.comm_ms;
+  if (!r.exposed_comm_ms.empty()) row.exposed_comm_ms = median_of(r.exposed_comm_ms);
+  row.loader_wait_ms = median_of(r.loader_wait_ms);
+  row.differing_ranks = r.differing_ranks;
+  const int gpus = gpus_used(c, row.world_size);
+  if (c.price_per_gpu_hour && gpus > 0) {
+    const double seconds_per_million = 1e6 / row.images_per_s;
+    row.usd_per_million_images = *c.price_per_gpu_hour * gpus * seconds_per_million / 3600.0;
+  }
   row.ran = true;
 }
 
@@ -94,67 +55,130 @@ int64_t rank_batch(const Config& c, int world) {
   return global / world;
 }
 
-}  // namespace
+Device base_device(const Config& c) { return c.placement == Placement::Cpu ? kCPU : cuda_device(0); }
 
-Report run(const Config& c) {
+void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
   LOOM_CHECK(c.steps >= 1 && c.warmup >= 0, "loom-scaling: --steps must be at least 1 and --warmup at least 0");
+  LOOM_CHECK(c.batch_per_rank >= 1, "--batch-per-gpu must be at least 1, got ", c.batch_per_rank);
   LOOM_CHECK(c.precision == "fp32" || c.precision == "tf32", "--precision: expected fp32 or tf32, got '",
-             c.precision.substr(0, 32), "' (bf16 comes with issue 13's autocast)");
+             c.precision.substr(0, 32), "' (bf16 needs mixed precision, which loom does not have yet: issue 13)");
+  LOOM_CHECK(c.launch == "threads" || c.launch == "processes", "--launch: expected threads or processes, got '",
+             c.launch.substr(0, 32), "'");
+  LOOM_CHECK(!(c.launch == "processes" && c.placement == Placement::OneGpu),
+             "--launch processes puts each rank on its own GPU; ranks sharing one GPU are threads");
+  LOOM_CHECK(c.launch == "threads" || !c.self_command.empty(), "--launch processes: no program to start the ranks with");
+  LOOM_CHECK(c.placement == Placement::Cpu || built_with_cuda(), "--device cuda: loom-scaling was built without CUDA");
+  LOOM_CHECK(!c.price_per_gpu_hour || (std::isfinite(*c.price_per_gpu_hour) && *c.price_per_gpu_hour > 0),
+             "--price-per-gpu-hour must be a positive number");
   for (int n : c.world_sizes) {
     LOOM_CHECK(n >= 1, "loom-scaling: a world size must be at least 1, got ", n);
     rank_batch(c, n);  // strong scaling: every world must split the batch, known before measuring
-    if (c.device.is_cuda() && !c.skip_missing) {
+    if (c.placement == Placement::Gpus && !c.skip_missing) {
       LOOM_CHECK(n <= cuda_device_count(), "--gpus ", n, ": this machine has ", cuda_device_count(),
                  " GPU", cuda_device_count() == 1 ? "" : "s", " (--skip-missing reports such rows as not run)");
     }
   }
+}
+
+// Rank 0's result of a world of n DDP ranks.
+RankResult run_world(const Config& c, const ImageSource& images, int n) {
+  const int64_t batch = rank_batch(c, n);
+  if (c.launch == "processes") {
+    const std::string path = (std::filesystem::path(c.scratch_dir) /
+                              detail::concat("loom-scaling-", getpid(), "-world", n, ".json")).string();
+    return rank_result_from_json(run_rank_processes(c.self_command, n, path, c.rank_timeout_s), path);
+  }
+  RankResult result;
+  std::mutex mutex;
+  dist::SpawnOptions options;
+  if (c.placement == Placement::OneGpu) options.backend = dist::Backend::Threads;
+  dist::spawn(n, base_device(c), [&](dist::ProcessGroup& g) {
+    RankResult mine = run_rank(c, images, batch, g.device(), g.shared_from_this());
+    if (g.rank() != 0) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    result = std::move(mine);
+  }, options);
+  return result;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return text;
+}
+
+}  // namespace
+
+const char* placement_name(Placement p) {
+  switch (p) {
+    case Placement::Gpus: return "gpus";
+    case Placement::OneGpu: return "one_gpu";
+    case Placement::Cpu: return "cpu";
+  }
+  return "?";
+}
+
+int gpus_used(const Config& c, int world_size) {
+  switch (c.placement) {
+    case Placement::Gpus: return world_size;
+    case Placement::OneGpu: return 1;
+    case Placement::Cpu: return 0;
+  }
+  return 0;
+}
+
+Report run(const Config& c) {
+  check_config(c);
   ConvTf32Scope tf32(c.precision == "tf32");
+  const ImageSource images = load_images(c.data, std::max(c.workers, 1));
   Report report;
   report.config = c;
+  report.date = utc_now();
 
   // The baseline: the plain model, no wrapper, on one device, with the one-rank batch.
-  Row base;
+  Row& base = report.baseline;
   base.world_size = 1;
   base.note = "plain model";
   base.global_batch = rank_batch(c, 1);
-  {
-    const Device device = c.device.is_cuda() ? cuda_device(0) : kCPU;
-    Trainee t = make_trainee(c, base.global_batch, device, nullptr, nullptr);
-    report.parameters = t.model->num_parameters(true);
-    fill_times(base, timed_steps(t, c.warmup, c.steps, device));
-  }
+  const RankResult plain = run_rank(c, images, base.global_batch, base_device(c), nullptr);
+  report.parameters = plain.parameters;
+  fill_row(base, plain, c);
+  base.speedup = base.efficiency = 1.0;
+
   for (int n : c.world_sizes) {
     Row row;
     row.world_size = n;
-    const int64_t per_rank = rank_batch(c, n);
-    row.global_batch = per_rank * n;
-    if (c.device.is_cuda() && n > cuda_device_count()) {
+    row.global_batch = rank_batch(c, n) * n;
+    if (c.placement == Placement::Gpus && n > cuda_device_count()) {
       row.note = detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
       report.rows.push_back(row);
       continue;
     }
-    if (n == 1) {
-      row = base;  // one rank is the plain model: the baseline itself
-    } else {
-      std::vector<double> ms;
-      std::mutex mutex;
-      dist::spawn(n, c.device, [&](dist::ProcessGroup& g) {
-        std::vector<dist::BucketInfo> buckets;
-        Trainee t = make_trainee(c, per_rank, g.device(), g.shared_from_this(), g.rank() == 0 ? &buckets : nullptr);
-        std::vector<double> mine = timed_steps(t, c.warmup, c.steps, g.device());
-        if (g.rank() != 0) return;
-        std::lock_guard<std::mutex> lock(mutex);
-        ms = std::move(mine);  // every rank waits for the others each step: rank 0 times them all
-        report.buckets = buckets;
-      });
-      fill_times(row, ms);
-    }
+    if (c.placement == Placement::OneGpu && n > 1) row.note = "ranks share one GPU: not a multi-GPU speedup";
+    const RankResult r = run_world(c, images, n);
+    fill_row(row, r, c);
+    report.buckets = r.buckets;
     row.speedup = row.images_per_s / base.images_per_s;
     row.efficiency = row.speedup / n;
     report.rows.push_back(row);
   }
   return report;
+}
+
+void run_as_rank(const Config& c, int world_size, const std::string& result_path) {
+  check_config(c);
+  ConvTf32Scope tf32(c.precision == "tf32");
+  const dist::GroupPtr group = dist::init_from_environment(base_device(c));
+  LOOM_CHECK(group->size() == world_size, "loom-scaling: a rank process of a world of ", world_size,
+             " joined a job of ", group->size());
+  const ImageSource images = load_images(c.data, std::max(c.workers, 1));
+  const RankResult r = run_rank(c, images, rank_batch(c, world_size), group->device(), group);
+  if (group->rank() != 0) return;
+  const std::string text = rank_result_json(r);
+  // Atomically: the parent never reads half a file.
+  io::write_file_atomically(result_path, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
 }  // namespace loom::scaling

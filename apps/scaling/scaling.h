@@ -1,9 +1,11 @@
 // loom-scaling's measurement: data-parallel training steps of a zoo model on 1, 2, 4, ... ranks
-// (one thread per GPU over NCCL, or thread ranks on the CPU), each row against loom's own
-// plain model on one device, and the report written in the manner of nccl-tests.
+// (one rank per GPU over NCCL as threads or processes, thread ranks sharing one GPU, or thread
+// ranks on the CPU), each row against loom's own plain model on one device, and the report in
+// the manner of nccl-tests. The JSON schema is in apps/scaling/README.md.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,40 +13,93 @@
 
 namespace loom::scaling {
 
+// Where the ranks run.
+enum class Placement {
+  Gpus,    // rank r on cuda:r (NCCL): the multi-GPU experiment
+  OneGpu,  // every rank on cuda:0 (threads backend): shows N ranks work, never a speedup
+  Cpu,     // thread ranks on the CPU (threads backend), or processes (TCP)
+};
+const char* placement_name(Placement p);  // "gpus", "one_gpu", "cpu"
+
 struct Config {
   std::string model = "seed_cnn";   // seed_cnn, classic_cnn, resnet18
   std::vector<int> world_sizes{1, 2, 4, 8};
-  Device device = kCUDA;             // CUDA: rank r on cuda:r (NCCL); CPU: thread ranks
+  Placement placement = Placement::Gpus;
   int64_t batch_per_rank = 32;       // weak scaling: every rank's batch
   bool strong = false;               // strong: the global batch of the largest world, split
   int steps = 300;
   int warmup = 50;
   std::string precision = "tf32";    // fp32 or tf32 (cuDNN convolutions)
+  std::string data = "synthetic";    // or a folder of photographs (train/ and val/, or class folders)
+  int workers = 2;                   // loader threads per rank with a folder
+  std::string launch = "threads";    // threads: dist::spawn; processes: process_launch.h
+  // How to start this program again as one rank process (--launch processes): argv, the
+  // program's absolute path first.
+  std::vector<std::string> self_command;
+  std::string scratch_dir = "/tmp";  // for the rank processes' result files
+  int rank_timeout_s = 1800;         // a rank process still running after this is stopped
   bool skip_missing = false;         // a world larger than the GPUs present: a "not run" row
+  std::optional<double> price_per_gpu_hour;
 };
 
 struct Row {
   int world_size = 1;
   bool ran = false;
-  std::string note;                  // why not run, or "plain model" for the baseline
+  std::string note;                  // why not run, or a label
   int64_t global_batch = 0;
   double median_ms = 0, p10_ms = 0, p90_ms = 0;  // per step, over the timed steps
   double images_per_s = 0, speedup = 0, efficiency = 0;
+  std::optional<double> comm_ms;          // the step's all-reduces alone (DDP rows)
+  std::optional<double> exposed_comm_ms;  // median stall at the end of backward (DDP rows)
+  double loader_wait_ms = 0;              // median host wait for a batch
+  int differing_ranks = 0;
+  std::optional<double> usd_per_million_images;
+};
+
+// The time-to-accuracy experiment (time_to_accuracy.h) of the same report.
+struct AccuracyRow {
+  int world_size = 1;
+  bool ran = false;
+  std::string note;                   // why not run
+  int64_t global_batch = 0;
+  double lr = 0;                      // the peak rate after the warmup
+  int64_t epochs = 0;
+  std::optional<int64_t> epochs_to_target;  // the first epoch (from 1) whose val accuracy reached it
+  std::optional<double> seconds_to_target;  // wall seconds from the start of training to then
+  double final_accuracy = 0, seconds = 0;
+  std::optional<double> usd_to_target;
+};
+struct AccuracyRun {
+  double target = 0;
+  std::string lr_rule;
+  std::vector<AccuracyRow> rows;
 };
 
 struct Report {
   Config config;
-  std::vector<Row> rows;
+  Row baseline;                      // the plain model, no DDP wrapper, on one device
+  std::vector<Row> rows;             // DDP, one per world size
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;  // the layout of the largest world that ran
+  std::optional<AccuracyRun> accuracy;
+  std::string date;                  // "2026-12-01 10:00 UTC"
 };
+
+// The GPUs a row uses (one for every rank sharing cuda:0), 0 on the CPU.
+int gpus_used(const Config& config, int world_size);
 
 // Throws loom::Error naming both numbers when a world needs more GPUs than are present,
 // unless config.skip_missing.
 Report run(const Config& config);
 
-// The nccl-tests-style text ('#' setup lines, one row per world size) and the same as JSON.
+// The body of one rank process of --launch processes: joins the job its launcher's variables
+// describe, runs this rank's share, and on rank 0 writes the result (atomically) to
+// result_path.
+void run_as_rank(const Config& config, int world_size, const std::string& result_path);
+
+// The nccl-tests-style text ('#' setup lines, one row per world size), JSON and CSV.
 std::string report_text(const Report& report);
 std::string report_json(const Report& report);
+std::string report_csv(const Report& report);
 
 }  // namespace loom::scaling

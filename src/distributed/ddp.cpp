@@ -7,6 +7,7 @@
 
 #include "distributed/flat_copy.h"
 #include "distributed/model_check.h"
+#include "distributed/stall_timer.h"
 #include "tensor/autograd.h"
 
 namespace loom::dist {
@@ -87,6 +88,7 @@ struct DistributedDataParallel::Reducer {
   bool finishing_queued = false;
   bool sync = true;
   DdpStepStats stats, last;
+  std::unique_ptr<StallTimer> stall_timer;  // while exposed communication is timed
 
   Reducer(ProcessGroup& g, const DdpOptions& opts, const NamedList& params) : group(g), options(opts) {
     NamedList reversed(params.rbegin(), params.rend());
@@ -199,7 +201,9 @@ struct DistributedDataParallel::Reducer {
       group.abort(message);  // the other ranks wait for buckets this rank will never send
       throw Error(message);
     }
+    if (stall_timer) stall_timer->begin();
     for (Bucket& b : buckets) b.work->wait_stream();
+    if (stall_timer) stall_timer->end();
     last = stats;
     reset();
   }
@@ -269,6 +273,20 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 const std::vector<BucketInfo>& DistributedDataParallel::buckets() const { return reducer_->infos; }
 
 DdpStepStats DistributedDataParallel::last_step() const { return reducer_->last; }
+
+void DistributedDataParallel::time_exposed_communication(bool on) {
+  if (!on) {
+    reducer_->stall_timer.reset();
+  } else if (!reducer_->stall_timer) {
+    reducer_->stall_timer = std::make_unique<StallTimer>(group_->device());
+  }
+}
+
+std::vector<double> DistributedDataParallel::exposed_communication_ms() {
+  LOOM_CHECK(reducer_->stall_timer != nullptr, "DistributedDataParallel::exposed_communication_ms: "
+             "call time_exposed_communication(true) before the backwards to be timed");
+  return reducer_->stall_timer->take_ms();
+}
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
     : ddp_(ddp), previous_(ddp.reducer_->sync) {

@@ -66,6 +66,14 @@ class DistributedDataParallel : public nn::Module {
   const std::vector<BucketInfo>& buckets() const;
   DdpStepStats last_step() const;
 
+  // For benchmarks (loom-scaling): while on, every synchronising backward measures how long
+  // the compute stream stalls at its end waiting for the buckets' all-reduces: the
+  // communication that backward did not hide (device events on a GPU, so the step is not
+  // slowed by a host wait; the host clock on the CPU). exposed_communication_ms() returns those
+  // stalls since its last call, in order, waiting for the last one on a GPU.
+  void time_exposed_communication(bool on);
+  std::vector<double> exposed_communication_ms();
+
   // While a NoSync lives, backward only accumulates gradients locally (gradient accumulation);
   // the first backward after it averages what was accumulated.
   class NoSync {

@@ -94,6 +94,14 @@ int64_t conv_algorithm_searches() {
 #endif
 }
 
+std::string cuda_library_versions() {
+#if defined(LOOM_WITH_CUDA)
+  return detail::cuda_library_versions();
+#else
+  return "";
+#endif
+}
+
 Tensor conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
               const Conv2dOptions& options) {
   const detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);

@@ -65,4 +65,8 @@ class ConvTf32Scope {
 // shapes reuses the cached choice and does not add to it (0 in a CPU-only build).
 int64_t conv_algorithm_searches();
 
+// "CUDA runtime 13.0, cuDNN 9.10.2": the libraries this process runs with, for reports ("" in a
+// CPU-only build).
+std::string cuda_library_versions();
+
 }  // namespace loom

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tensor/tensor.h"
 
@@ -33,5 +34,6 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
                                const ConvGeometry& g, bool need_input, bool need_weight,
                                bool need_bias);
 int64_t cuda_conv_algorithm_searches();
+std::string cuda_library_versions();
 
 }  // namespace loom::detail

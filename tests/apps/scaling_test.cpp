@@ -1,8 +1,12 @@
-// loom-scaling's measurement on CPU thread ranks: every world size gets a row against the plain
-// model, the figures are consistent with each other, and GPU counts the machine lacks are an
-// error naming both numbers, or "not run" rows when asked.
+// loom-scaling's measurement on CPU thread ranks: a plain baseline and a DDP row per world size
+// whose figures are consistent with each other, zero differing ranks (and a hash that does see
+// different ranks), strong scaling, and the clear errors for GPU counts the machine lacks and
+// bad configurations.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "rank_run.h"
 #include "scaling.h"
 #include "testing.h"
 
@@ -11,7 +15,7 @@ namespace {
 
 scaling::Config small_cpu_run() {
   scaling::Config c;
-  c.device = kCPU;
+  c.placement = scaling::Placement::Cpu;
   c.world_sizes = {1, 2};
   c.batch_per_rank = 4;
   c.steps = 3;
@@ -19,33 +23,69 @@ scaling::Config small_cpu_run() {
   return c;
 }
 
-TEST(Scaling, EveryWorldSizeGetsARowAgainstThePlainModel) {
-  const scaling::Report report = scaling::run(small_cpu_run());
+TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
+  scaling::Config c = small_cpu_run();
+  c.price_per_gpu_hour = 3.06;
+  const scaling::Report report = scaling::run(c);
+  EXPECT_TRUE(report.baseline.ran);
+  EXPECT_EQ(report.baseline.note, "plain model");
+  EXPECT_DOUBLE_EQ(report.baseline.speedup, 1.0);
+  EXPECT_FALSE(report.baseline.comm_ms.has_value()) << "no all-reduce without DDP";
   ASSERT_EQ(report.rows.size(), 2u);
-  EXPECT_EQ(report.rows[0].note, "plain model");
-  EXPECT_DOUBLE_EQ(report.rows[0].speedup, 1.0);
-  const scaling::Row& two = report.rows[1];
-  EXPECT_TRUE(two.ran);
-  EXPECT_EQ(two.global_batch, 8);
-  EXPECT_GT(two.median_ms, 0.0);
-  EXPECT_LE(two.p10_ms, two.median_ms);
-  EXPECT_LE(two.median_ms, two.p90_ms);
-  EXPECT_NEAR(two.images_per_s, 8 / (two.median_ms / 1e3), 1e-6 * two.images_per_s);
-  EXPECT_NEAR(two.speedup, two.images_per_s / report.rows[0].images_per_s, 1e-12);
-  EXPECT_NEAR(two.efficiency, two.speedup / 2, 1e-12);
+  for (const scaling::Row& r : report.rows) {
+    SCOPED_TRACE(r.world_size);
+    EXPECT_TRUE(r.ran);
+    EXPECT_EQ(r.global_batch, 4 * r.world_size);
+    EXPECT_GT(r.median_ms, 0.0);
+    EXPECT_LE(r.p10_ms, r.median_ms);
+    EXPECT_LE(r.median_ms, r.p90_ms);
+    EXPECT_NEAR(r.images_per_s, r.global_batch / (r.median_ms / 1e3), 1e-6 * r.images_per_s);
+    EXPECT_NEAR(r.speedup, r.images_per_s / report.baseline.images_per_s, 1e-12);
+    EXPECT_NEAR(r.efficiency, r.speedup / r.world_size, 1e-12);
+    ASSERT_TRUE(r.comm_ms.has_value());
+    ASSERT_TRUE(r.exposed_comm_ms.has_value());
+    EXPECT_GE(*r.exposed_comm_ms, 0.0);
+    EXPECT_EQ(r.differing_ranks, 0);
+    EXPECT_EQ(r.loader_wait_ms, 0.0) << "synthetic data waits for nothing";
+    EXPECT_FALSE(r.usd_per_million_images.has_value()) << "CPU ranks use no GPU to price";
+  }
+  EXPECT_GT(*report.rows[1].comm_ms, 0.0) << "two ranks really all-reduce";
   EXPECT_EQ(report.buckets.size(), 1u);  // seed_cnn's 1.6 MB of gradients: one bucket
   const std::string text = scaling::report_text(report);
   for (const char* part : {"# model seed_cnn (410753 parameters)", "weak scaling, batch 4 per rank",
-                           "# ranks    global   median_ms"}) {
+                           "CPU thread ranks", "# ranks   global  median_ms", " plain ", "differ"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
-  EXPECT_NE(scaling::report_json(report).find("\"world_size\": 2"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(scaling::report_json(report));
+  EXPECT_EQ(j.at("tool"), "loom");
+  EXPECT_EQ(j.at("placement"), "cpu");
+  EXPECT_EQ(j.at("gradient_bytes"), 410756 * 4);  // padded to 16 bytes in the arena
+  EXPECT_EQ(j.at("rows").size(), 2u);
+  EXPECT_EQ(j.at("rows")[1].at("differing_ranks"), 0);
+  const std::string csv = scaling::report_csv(report);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
+  EXPECT_EQ(csv.rfind("kind,world_size,ran,", 0), 0u);
+}
+
+TEST(Scaling, TheParameterHashSeesRanksThatDiffer) {
+  std::vector<int> counts(3, -1), same(3, -1);
+  dist::spawn(3, kCPU, [&](dist::ProcessGroup& g) {
+    Generator weights(g.rank() == 2 ? 7 : 1);  // rank 2 starts from other weights
+    GeneratorGuard guard(weights);
+    auto model = nn::seed_cnn();
+    counts[static_cast<size_t>(g.rank())] = scaling::count_differing_ranks(g, *model);
+    dist::DistributedDataParallel ddp(model, g.shared_from_this());  // sets every rank to rank 0's
+    same[static_cast<size_t>(g.rank())] = scaling::count_differing_ranks(g, *model);
+  });
+  EXPECT_EQ(counts, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(same, (std::vector<int>{0, 0, 0}));
 }
 
 TEST(Scaling, StrongScalingSplitsTheLargestWorldsGlobalBatch) {
   scaling::Config c = small_cpu_run();
   c.strong = true;
   const scaling::Report report = scaling::run(c);
+  EXPECT_EQ(report.baseline.global_batch, 8);
   EXPECT_EQ(report.rows[0].global_batch, 8);
   EXPECT_EQ(report.rows[1].global_batch, 8);
   c.world_sizes = {3, 4};  // 16 images do not split over 3 ranks
@@ -55,14 +95,18 @@ TEST(Scaling, StrongScalingSplitsTheLargestWorldsGlobalBatch) {
 TEST(Scaling, MoreGpusThanTheMachineHasIsAnErrorUnlessSkipped) {
   if (cuda_device_count() >= 64) GTEST_SKIP() << "a machine with 64 GPUs";
   scaling::Config c = small_cpu_run();
-  c.device = kCUDA;
+  c.placement = scaling::Placement::Gpus;
   c.world_sizes = {64};
+  if (!built_with_cuda()) {
+    EXPECT_LOOM_ERROR(scaling::run(c), "built without CUDA");
+    return;
+  }
   EXPECT_LOOM_ERROR(scaling::run(c), "--gpus 64: this machine has " + std::to_string(cuda_device_count()));
   if (!cuda_is_available()) return;  // the baseline itself needs a GPU
   c.skip_missing = true;
   const scaling::Report report = scaling::run(c);
   EXPECT_FALSE(report.rows[0].ran);
-  EXPECT_NE(report.rows[0].note.find("not run"), std::string::npos);
+  EXPECT_NE(report.rows[0].note.find("not run: needs 64 GPUs"), std::string::npos);
 }
 
 TEST(Scaling, BadConfigurationsAreClearErrors) {
@@ -75,6 +119,42 @@ TEST(Scaling, BadConfigurationsAreClearErrors) {
   c = small_cpu_run();
   c.model = "vgg";
   EXPECT_LOOM_ERROR(scaling::run(c), "--model: expected seed_cnn");
+  c = small_cpu_run();
+  c.launch = "ssh";
+  EXPECT_LOOM_ERROR(scaling::run(c), "--launch: expected threads or processes");
+  c = small_cpu_run();
+  c.placement = scaling::Placement::OneGpu;
+  c.launch = "processes";
+  c.self_command = {"/bin/true"};
+  EXPECT_LOOM_ERROR(scaling::run(c), "ranks sharing one GPU are threads");
+  c = small_cpu_run();
+  c.data = "/nonexistent/photos";
+  EXPECT_LOOM_ERROR(scaling::run(c), "/nonexistent/photos");
+  c = small_cpu_run();
+  c.price_per_gpu_hour = -1.0;
+  EXPECT_LOOM_ERROR(scaling::run(c), "--price-per-gpu-hour must be a positive number");
+}
+
+TEST(Scaling, RankResultsRoundTripAndMalformedOnesAreNamed) {
+  scaling::RankResult r;
+  r.step_ms = {1.5, 2.25};
+  r.exposed_comm_ms = {0.5, 0.25};
+  r.loader_wait_ms = {0.0, 0.125};
+  r.comm_ms = 0.75;
+  r.differing_ranks = 0;
+  r.parameters = 17;
+  r.buckets.push_back({kCPU, kFloat32, 0, 20, {"w", "b"}});
+  const scaling::RankResult back = scaling::rank_result_from_json(scaling::rank_result_json(r), "r.json");
+  EXPECT_EQ(back.step_ms, r.step_ms);
+  EXPECT_EQ(back.exposed_comm_ms, r.exposed_comm_ms);
+  EXPECT_EQ(back.loader_wait_ms, r.loader_wait_ms);
+  EXPECT_EQ(back.comm_ms, r.comm_ms);
+  EXPECT_EQ(back.parameters, 17);
+  ASSERT_EQ(back.buckets.size(), 1u);
+  EXPECT_EQ(back.buckets[0].numel, 20);
+  EXPECT_EQ(back.buckets[0].parameters, (std::vector<std::string>{"w", "b"}));
+  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("{\"step_ms\": [1]}", "r.json"), "the rank result r.json");
+  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("not json", "r.json"), "is not what a rank process writes");
 }
 
 }  // namespace

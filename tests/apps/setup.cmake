@@ -1,6 +1,15 @@
 # The tests of apps/ link the apps' computation libraries, which exist only when apps are built.
+# scaling_cli_test runs the loom-scaling binary itself, found through LOOM_SCALING_BIN.
 if(TARGET loom_gpu_basics_lib AND TARGET loom_scaling_lib)
   set(_room_links loom_gpu_basics_lib loom_scaling_lib)
+  set(_room_timeout 600)
+  function(_loom_wire_scaling_binary)
+    if(TARGET apps_tests)
+      target_compile_definitions(apps_tests PRIVATE LOOM_SCALING_BIN="$<TARGET_FILE:loom-scaling>")
+      add_dependencies(apps_tests loom-scaling)
+    endif()
+  endfunction()
+  cmake_language(DEFER CALL _loom_wire_scaling_binary)
 else()
   set(_room_skip ON)
 endif()

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "ddp_cases.h"
 
@@ -116,6 +118,34 @@ TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
   // Each rank's mean over its 2 samples, averaged over ranks = the mean over 4 samples.
   EXPECT_LE(worst_relative(grads[0], expected), 1e-5);
   EXPECT_EQ(grads[0], grads[1]);
+}
+
+TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
+  const EquivalenceData data = equivalence_data(8, 10);
+  std::vector<std::vector<double>> stalls(2);
+  dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
+    dist::DistributedDataParallel ddp(ddp_model(3), g.shared_from_this());
+    EXPECT_LOOM_ERROR(ddp.exposed_communication_ms(), "call time_exposed_communication(true)");
+    ddp.time_exposed_communication(true);
+    auto step = [&](int64_t m) {
+      Tensor x = rank_rows(data.images, m, 4, g.rank(), 2), y = rank_rows(data.labels, m, 4, g.rank(), 2);
+      nn::binary_cross_entropy_with_logits(ddp.forward(x), y).backward();
+    };
+    step(0);
+    {
+      auto guard = ddp.no_sync();  // no all-reduce, nothing to time
+      step(1);
+    }
+    // Rank 1 comes 80 ms late to the second all-reduce: rank 0's backward ends and then waits.
+    if (g.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    step(0);
+    stalls[static_cast<size_t>(g.rank())] = ddp.exposed_communication_ms();
+    EXPECT_TRUE(ddp.exposed_communication_ms().empty()) << "taken once";
+  });
+  ASSERT_EQ(stalls[0].size(), 2u);
+  ASSERT_EQ(stalls[1].size(), 2u);
+  EXPECT_GE(stalls[0][1], 60.0);
+  EXPECT_LT(stalls[1][1], stalls[0][1] - 40.0) << "the late rank finds its all-reduce done or nearly";
 }
 
 // A model whose second branch is used only when asked.

@@ -242,6 +242,14 @@ Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
 
 int64_t cuda_conv_algorithm_searches() { return g_searches; }
 
+std::string cuda_library_versions() {
+  int runtime = 0;
+  LOOM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  const size_t dnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
+  return detail::concat("CUDA runtime ", runtime / 1000, ".", runtime % 1000 / 10, ", cuDNN ", dnn / 10000, ".",
+                        dnn % 10000 / 100, ".", dnn % 100);
+}
+
 Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const ConvGeometry& g) {
   const int device = x.device().index;

@@ -1,0 +1,77 @@
+// The speedup chart's series (outputs.h), drawn by chart.h.
+#include "outputs.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace loom::scaling {
+
+namespace {
+
+// (world size, speedup) of the rows that ran in a report.json of the shared schema.
+std::vector<std::pair<double, double>> compare_points(const std::string& text) {
+  std::vector<std::pair<double, double>> points;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    for (const auto& row : j.at("rows")) {
+      if (row.at("ran").get<bool>()) points.emplace_back(row.at("world_size").get<double>(), row.at("speedup").get<double>());
+    }
+  } catch (const std::exception& e) {
+    LOOM_FAIL("--compare: not a report.json of bench/scaling_torch.py or loom-scaling: ", e.what());
+  }
+  return points;
+}
+
+}  // namespace
+
+ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& compare_json) {
+  const Config& c = report.config;
+  ChartSpec spec;
+  spec.title = detail::concat(c.model, ", ", c.strong ? "strong scaling"
+                              : detail::concat("batch ", c.batch_per_rank, c.placement == Placement::Gpus ? " per GPU" : " per rank"),
+                              ", ", c.precision, ": speedup against GPU count");
+  spec.x_label = c.placement == Placement::Gpus ? "GPUs" : "ranks";
+  spec.y_label = "speedup over the plain model on one device";
+
+  ChartSeries loom_points;
+  loom_points.label = c.placement == Placement::Gpus ? "loom DDP"
+                      : c.placement == Placement::OneGpu ? "loom DDP, ranks sharing ONE GPU (not a speedup)"
+                                                         : "loom DDP, CPU thread ranks";
+  loom_points.r = 31, loom_points.g = 119, loom_points.b = 180;
+  for (const Row& r : report.rows) {
+    if (r.ran) loom_points.points.emplace_back(r.world_size, r.speedup);
+  }
+  std::vector<std::pair<double, double>> torch_points;
+  if (compare_json) torch_points = compare_points(*compare_json);
+
+  double largest = 8;  // the seed's points reach 8 GPUs
+  for (const auto& p : loom_points.points) largest = std::max(largest, p.first);
+  for (const auto& p : torch_points) largest = std::max(largest, p.first);
+  ChartSeries ideal;
+  ideal.label = "ideal (speedup = GPUs)";
+  ideal.r = ideal.g = ideal.b = 140;
+  ideal.dashed = true;
+  ideal.markers = false;
+  ideal.points = {{1, 1}, {largest, largest}};
+  ChartSeries seed;
+  seed.label = "Krizhevsky et al. (the seed's figures)";
+  seed.r = 255, seed.g = 127, seed.b = 14;
+  seed.points = {{1, 1}, {2, 1.7}, {4, 3.5}, {8, 6.2}};
+  spec.series = {ideal, seed};
+  if (!loom_points.points.empty()) spec.series.push_back(loom_points);
+  if (!torch_points.empty()) {
+    ChartSeries torch;
+    torch.label = "PyTorch DDP, same machine";
+    torch.r = 214, torch.g = 39, torch.b = 40;
+    torch.points = torch_points;
+    spec.series.push_back(torch);
+  }
+  return spec;
+}
+
+std::vector<uint8_t> speedup_chart_png(const Report& report, const std::optional<std::string>& compare_json) {
+  return chart_png(speedup_chart(report, compare_json));
+}
+
+}  // namespace loom::scaling

@@ -1,0 +1,267 @@
+// One rank's measurement (rank_run.h): batches from synthetic tensors or a loader over
+// photographs, the timed steps, the isolated all-reduces, the parameter hash.
+#include "rank_run.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "data_source.h"
+#include "pipeline.h"
+#include "scaling.h"
+
+namespace loom::scaling {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::shared_ptr<nn::Module> make_model(const std::string& name) {
+  if (name == "seed_cnn") return nn::seed_cnn();
+  if (name == "classic_cnn") return nn::classic_cnn();
+  if (name == "resnet18") return nn::resnet18(1);
+  LOOM_FAIL("--model: expected seed_cnn, classic_cnn or resnet18, got '", name.substr(0, 64), "'");
+}
+
+// The step's input: the same random tensors every step (synthetic: no loader cost at all), or
+// the next batch of a rank's shard of the photographs, epoch after epoch.
+class Batches {
+ public:
+  Batches(const ImageSource& source, int64_t batch, Device device, int workers, data::Shard shard) {
+    if (!source.set) {
+      images_ = rand({batch, 3, 64, 64}, device);  // each rank its own (the generator is the rank's)
+      labels_ = randint(0, 2, {batch, 1}, TensorOptions(kFloat32).device(device));
+      return;
+    }
+    data::DataLoaderOptions o;
+    o.batch_size = batch;
+    o.drop_last = true;  // every step the same shape
+    o.num_workers = workers;
+    o.device = device;
+    o.augment = data::AugmentOptions::torchvision_seed(0);
+    const data::Dataset& train = *source.set->images;
+    LOOM_CHECK(train.size() / shard.world_size >= batch, "--data ", source.train_dir, ": ", train.size(),
+               " images do not make one batch of ", batch, " for each of ", shard.world_size, " ranks");
+    loader_ = std::make_unique<data::DataLoader>(train, data::train_shard_options(o, train.size(), shard));
+    loader_->start_epoch(0);
+  }
+
+  // The next step's images and labels; returns the milliseconds the host waited for them.
+  double next(Tensor& images, Tensor& labels) {
+    if (!loader_) {
+      images = images_;
+      labels = labels_;
+      return 0.0;
+    }
+    const Clock::time_point start = Clock::now();
+    std::optional<data::Batch> b = loader_->next();
+    if (!b) {
+      loader_->start_epoch(++epoch_);
+      b = loader_->next();
+    }
+    const double waited = ms_since(start);
+    images = b->images;
+    labels = b->labels.to(kFloat32).reshape({b->labels.numel(), 1});
+    return waited;
+  }
+
+ private:
+  Tensor images_, labels_;
+  std::unique_ptr<data::DataLoader> loader_;
+  int64_t epoch_ = 0;
+};
+
+// Rank r's step times: CUDA events on the rank's stream between steps on a GPU (device time,
+// the loader's wait included when the GPU runs dry), the host clock on the CPU.
+class StepClock {
+ public:
+  StepClock(Device device, int steps) : device_(device) {
+    if (device.is_cuda()) {
+      for (int i = 0; i <= steps; ++i) marks_.push_back(std::make_unique<cuda::Event>(device.index));
+    }
+  }
+  void mark(int i) {
+    if (device_.is_cuda()) {
+      marks_[static_cast<size_t>(i)]->record(cuda::current_stream(device_.index));
+    } else {
+      host_.push_back(Clock::now());
+    }
+  }
+  std::vector<double> step_ms() const {
+    std::vector<double> ms;
+    if (device_.is_cuda()) {
+      marks_.back()->synchronize();
+      for (size_t i = 0; i + 1 < marks_.size(); ++i) ms.push_back(cuda::Event::elapsed_ms(*marks_[i], *marks_[i + 1]));
+    } else {
+      for (size_t i = 0; i + 1 < host_.size(); ++i) {
+        ms.push_back(std::chrono::duration<double, std::milli>(host_[i + 1] - host_[i]).count());
+      }
+    }
+    return ms;
+  }
+
+ private:
+  Device device_;
+  std::vector<std::unique_ptr<cuda::Event>> marks_;
+  std::vector<Clock::time_point> host_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The buckets' all-reduces of one step, alone and back to back (no backward to hide behind):
+// the median over repetitions of the time from the first launch to the compute stream's wait
+// for the last, on random data of the buckets' sizes and types.
+double isolated_comm_ms(dist::ProcessGroup& group, const std::vector<dist::BucketInfo>& buckets) {
+  constexpr int kWarmup = 5, kReps = 20;
+  std::vector<Tensor> flats;
+  for (const auto& b : buckets) flats.push_back(rand({b.numel}, TensorOptions(b.dtype).device(group.device())));
+  const Device device = group.device();
+  StepClock clock(device, kWarmup + kReps);
+  for (int i = 0; i < kWarmup + kReps; ++i) {
+    clock.mark(i);
+    for (const Tensor& f : flats) group.all_reduce(f, dist::ReduceOp::Avg)->wait_stream();
+  }
+  clock.mark(kWarmup + kReps);
+  std::vector<double> ms = clock.step_ms();
+  return median(std::vector<double>(ms.begin() + kWarmup, ms.end()));
+}
+
+// FNV-1a over the bytes of every parameter, in registration order.
+uint64_t parameter_hash(nn::Module& model) {
+  uint64_t h = 1469598103934665603ull;
+  for (const Tensor& p : model.parameters()) {
+    const Tensor host = p.to(kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+    for (size_t i = 0; i < host.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+DType dtype_named(const std::string& name) {
+  for (DType d : {kFloat32, kFloat64, kInt64, kInt32, kUInt8}) {
+    if (name == dtype_name(d)) return d;
+  }
+  LOOM_FAIL("unknown dtype '", name.substr(0, 32), "'");
+}
+
+}  // namespace
+
+int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model) {
+  const int64_t mine = static_cast<int64_t>(parameter_hash(model));
+  const Tensor in = from_vector(std::vector<int64_t>{mine}).to(group.device());
+  const Tensor all = zeros({group.size()}, TensorOptions(kInt64).device(group.device()));
+  group.all_gather(all, in)->wait();
+  const std::vector<int64_t> hashes = all.to_vector<int64_t>();
+  return static_cast<int>(std::count_if(hashes.begin(), hashes.end(), [&](int64_t h) { return h != hashes[0]; }));
+}
+
+ImageSource load_images(const std::string& data, int threads) {
+  ImageSource source;
+  if (data == "synthetic") return source;
+  const std::optional<catdog::DataSplit> split = catdog::split_of(data);
+  source.train_dir = split ? split->train_dir : data;  // a train/val root, or class folders
+  io::Preprocessing p;
+  p.height = p.width = 64;
+  p.interpolation = *io::interpolation_from_name("bilinear");  // as loom-catdog and torchvision
+  source.set = catdog::load_image_set(source.train_dir, p, threads);
+  return source;
+}
+
+RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, Device device,
+                    const dist::GroupPtr& group) {
+  RankResult result;
+  std::shared_ptr<nn::Module> model;
+  {
+    Generator weights(1);  // the same weights everywhere (DDP would send rank 0's anyway)
+    GeneratorGuard guard(weights);
+    model = make_model(c.model);
+  }
+  model->to(device);
+  model->train();
+  result.parameters = model->num_parameters(true);
+  std::shared_ptr<dist::DistributedDataParallel> ddp;
+  if (group) {
+    ddp = std::make_shared<dist::DistributedDataParallel>(model, group);
+    result.buckets = ddp->buckets();
+  }
+  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+  optim::Adam adam(trained.parameters(), optim::GroupOptions().with_lr(1e-3));
+  Batches batches(source, batch, device, c.workers, group ? data::Shard{group->rank(), group->size()} : data::Shard{});
+
+  Tensor images, labels;
+  auto step = [&] {
+    const double waited = batches.next(images, labels);
+    adam.zero_grad();
+    nn::binary_cross_entropy_with_logits(trained.forward(images), labels).backward();
+    adam.step();
+    return waited;
+  };
+  for (int i = 0; i < c.warmup; ++i) step();
+  if (device.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device.index));
+  if (ddp) ddp->time_exposed_communication(true);
+  StepClock clock(device, c.steps);
+  clock.mark(0);
+  for (int i = 0; i < c.steps; ++i) {
+    result.loader_wait_ms.push_back(step());
+    clock.mark(i + 1);
+  }
+  result.step_ms = clock.step_ms();
+  if (ddp) {
+    result.exposed_comm_ms = ddp->exposed_communication_ms();
+    ddp->time_exposed_communication(false);
+    result.comm_ms = isolated_comm_ms(*group, result.buckets);
+    result.differing_ranks = count_differing_ranks(*group, *model);
+  }
+  return result;
+}
+
+std::string rank_result_json(const RankResult& r) {
+  nlohmann::json j;
+  j["step_ms"] = r.step_ms;
+  j["exposed_comm_ms"] = r.exposed_comm_ms;
+  j["loader_wait_ms"] = r.loader_wait_ms;
+  j["comm_ms"] = r.comm_ms ? nlohmann::json(*r.comm_ms) : nlohmann::json(nullptr);
+  j["differing_ranks"] = r.differing_ranks;
+  j["parameters"] = r.parameters;
+  j["buckets"] = nlohmann::json::array();
+  for (const auto& b : r.buckets) {
+    j["buckets"].push_back({{"numel", b.numel}, {"dtype", dtype_name(b.dtype)}, {"offset", b.offset},
+                            {"parameters", b.parameters}});
+  }
+  return j.dump() + "\n";
+}
+
+RankResult rank_result_from_json(const std::string& text, const std::string& source) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    RankResult r;
+    r.step_ms = j.at("step_ms").get<std::vector<double>>();
+    r.exposed_comm_ms = j.at("exposed_comm_ms").get<std::vector<double>>();
+    r.loader_wait_ms = j.at("loader_wait_ms").get<std::vector<double>>();
+    if (!j.at("comm_ms").is_null()) r.comm_ms = j.at("comm_ms").get<double>();
+    r.differing_ranks = j.at("differing_ranks").get<int>();
+    r.parameters = j.at("parameters").get<int64_t>();
+    for (const auto& b : j.at("buckets")) {
+      dist::BucketInfo info;
+      info.numel = b.at("numel").get<int64_t>();
+      info.dtype = dtype_named(b.at("dtype").get<std::string>());
+      info.offset = b.at("offset").get<int64_t>();
+      info.parameters = b.at("parameters").get<std::vector<std::string>>();
+      r.buckets.push_back(std::move(info));
+    }
+    LOOM_CHECK(!r.step_ms.empty(), "no step times");
+    return r;
+  } catch (const std::exception& e) {
+    LOOM_FAIL("loom-scaling: the rank result ", source, " is not what a rank process writes: ", e.what());
+  }
+}
+
+}  // namespace loom::scaling

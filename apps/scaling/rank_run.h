@@ -1,0 +1,53 @@
+// One rank's share of a loom-scaling measurement: the training steps of the zoo model (plain,
+// or wrapped in DistributedDataParallel over the rank's group), timed, then the step's bucket
+// all-reduces alone and a hash of the parameters compared across the ranks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+#include "pipeline.h"
+
+namespace loom::scaling {
+
+struct Config;
+
+// The training images when they come from a folder: decoded once per process and read by every
+// rank's loader (a const dataset is safe to share between threads).
+struct ImageSource {
+  std::string train_dir;               // empty: synthetic images
+  std::optional<catdog::ImageSet> set;  // decoded once, 64x64
+};
+// Reads `data` ("synthetic" or a folder with train/ and val/, or class folders); throws naming
+// the folder when it holds no usable images.
+ImageSource load_images(const std::string& data, int threads);
+
+struct RankResult {
+  std::vector<double> step_ms;          // each timed step
+  std::vector<double> exposed_comm_ms;  // each timed step's stall for all-reduces (DDP only)
+  std::vector<double> loader_wait_ms;   // each timed step's host wait for its batch
+  std::optional<double> comm_ms;        // the step's bucket all-reduces alone (DDP only)
+  int differing_ranks = 0;              // ranks whose parameter hash is not rank 0's
+  int64_t parameters = 0;
+  std::vector<dist::BucketInfo> buckets;
+};
+
+// Runs on every rank of `group` (null: the plain model alone on `device`); every rank returns
+// the same differing_ranks, rank 0's times are the row's (every rank waits for the others each
+// step).
+RankResult run_rank(const Config& config, const ImageSource& images, int64_t batch, Device device,
+                    const dist::GroupPtr& group);
+
+// How many ranks' parameters (an FNV-1a hash of their bytes) differ from rank 0's; every rank
+// gets the count.
+int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model);
+
+// What a rank process hands back to loom-scaling: rank 0's RankResult as JSON.
+std::string rank_result_json(const RankResult& result);
+RankResult rank_result_from_json(const std::string& text, const std::string& source);
+
+}  // namespace loom::scaling

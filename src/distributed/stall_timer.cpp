@@ -1,0 +1,73 @@
+// StallTimer (stall_timer.h): an event pair per stretch on a GPU, a clock pair on the CPU.
+#include "distributed/stall_timer.h"
+
+#include "tensor/cuda/runtime.h"
+
+namespace loom::dist {
+
+struct StallTimer::Mark {
+  std::unique_ptr<cuda::Event> begin, end;  // a GPU's
+  std::chrono::steady_clock::time_point host_begin, host_end;  // the CPU's
+};
+
+StallTimer::StallTimer(Device device) : device_(device) {}
+StallTimer::~StallTimer() = default;
+
+void StallTimer::begin() {
+  if (open_) {  // the last stretch never ended (its backward threw)
+    spare_.push_back(std::move(marks_.back()));
+    marks_.pop_back();
+  }
+  std::unique_ptr<Mark> mark;
+  if (!spare_.empty()) {  // events are made once, not inside every timed step
+    mark = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    mark = std::make_unique<Mark>();
+    if (device_.is_cuda()) {
+      mark->begin = std::make_unique<cuda::Event>(device_.index);
+      mark->end = std::make_unique<cuda::Event>(device_.index);
+    }
+  }
+  if (device_.is_cuda()) {
+    mark->begin->record(cuda::current_stream(device_.index));
+  } else {
+    mark->host_begin = std::chrono::steady_clock::now();
+  }
+  marks_.push_back(std::move(mark));
+  open_ = true;
+}
+
+void StallTimer::end() {
+  if (!open_) return;
+  Mark& mark = *marks_.back();
+  if (device_.is_cuda()) {
+    mark.end->record(cuda::current_stream(device_.index));
+  } else {
+    mark.host_end = std::chrono::steady_clock::now();
+  }
+  open_ = false;
+}
+
+std::vector<double> StallTimer::take_ms() {
+  if (open_) {
+    spare_.push_back(std::move(marks_.back()));
+    marks_.pop_back();
+    open_ = false;
+  }
+  std::vector<double> ms;
+  ms.reserve(marks_.size());
+  for (auto& mark : marks_) {
+    if (device_.is_cuda()) {
+      mark->end->synchronize();
+      ms.push_back(cuda::Event::elapsed_ms(*mark->begin, *mark->end));
+    } else {
+      ms.push_back(std::chrono::duration<double, std::milli>(mark->host_end - mark->host_begin).count());
+    }
+    spare_.push_back(std::move(mark));
+  }
+  marks_.clear();
+  return ms;
+}
+
+}  // namespace loom::dist

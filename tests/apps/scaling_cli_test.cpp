@@ -1,0 +1,179 @@
+// loom-scaling as users run it: the CI command on CPU thread ranks and on rank processes, its
+// JSON with every field of the schema and 0 differing ranks, its chart; the rank processes'
+// failures, hangs and missing results; and time to accuracy on the photographs when present.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "process_launch.h"
+#include "testing.h"
+#include "time_to_accuracy.h"
+
+namespace loom::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string scaling_binary() { return LOOM_SCALING_BIN; }
+
+// Runs loom-scaling with `flags`; returns its exit status, stdout and stderr together in *output.
+int run_scaling(const std::string& flags, std::string* output) {
+  const std::string command = scaling_binary() + " " + flags + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof(buffer), pipe)) output->append(buffer, got);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("loom_scaling_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+void expect_schema(const nlohmann::json& j, int worlds) {
+  for (const char* key : {"tool", "date", "model", "parameters", "gradient_bytes", "device", "gpu_name",
+                          "gpus_present", "placement", "launch", "precision", "scaling", "data", "batch_per_rank",
+                          "steps", "warmup", "versions", "buckets", "price_per_gpu_hour", "baseline", "rows",
+                          "time_to_accuracy"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  ASSERT_EQ(j.at("rows").size(), static_cast<size_t>(worlds));
+  for (const auto& row : j.at("rows")) {
+    for (const char* key : {"world_size", "ran", "note", "global_batch", "median_ms", "p10_ms", "p90_ms",
+                            "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms",
+                            "loader_wait_ms", "differing_ranks", "usd_per_million_images"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    EXPECT_TRUE(row.at("ran").get<bool>());
+    EXPECT_EQ(row.at("differing_ranks"), 0);
+    EXPECT_GT(row.at("median_ms").get<double>(), 0.0);
+    EXPECT_TRUE(row.at("exposed_comm_ms").is_number());
+  }
+}
+
+TEST(ScalingCli, TheCiCommandWritesEveryFieldWithZeroDifferingRanks) {
+  const fs::path out = fresh_dir("ci");
+  std::string output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 5 --warmup 2 --out " + out.string(), &output), 0) << output;
+  EXPECT_NE(output.find("# ranks   global"), std::string::npos) << output;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
+  expect_schema(j, 2);
+  EXPECT_EQ(j.at("launch"), "threads");
+  const std::string png = io::read_file((out / "speedup.png").string());
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_GT(png.size(), 2000u);
+  EXPECT_TRUE(fs::exists(out / "report.csv"));
+  EXPECT_TRUE(fs::exists(out / "report.txt"));
+  fs::remove_all(out);
+}
+
+TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
+  const fs::path out = fresh_dir("processes");
+  std::string output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 4 --warmup 1 --batch-per-gpu 8 --launch processes --out " +
+                            out.string(), &output), 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
+  expect_schema(j, 2);
+  EXPECT_EQ(j.at("launch"), "processes");
+  EXPECT_EQ(j.at("rows")[1].at("global_batch"), 16);
+  for (const auto& entry : fs::directory_iterator(out)) {
+    EXPECT_EQ(entry.path().string().find("world"), std::string::npos) << "a rank result left behind: " << entry.path();
+  }
+  fs::remove_all(out);
+}
+
+TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
+  std::string output;
+  EXPECT_EQ(run_scaling("--device cpu --gpus 2", &output), 1);
+  EXPECT_NE(output.find("--gpus counts GPUs; with --device cpu use --world-sizes"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(run_scaling("--device cpu --world-sizes 1 --compare /nonexistent.json", &output), 1);
+  EXPECT_NE(output.find("/nonexistent.json"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(run_scaling("--device cpu --world-sizes 1 --time-to-accuracy 0.75 --out /tmp", &output), 1);
+  EXPECT_NE(output.find("--time-to-accuracy trains on photographs: give --data DIR"), std::string::npos) << output;
+}
+
+// run_rank_processes with a shell for the rank program: "$RANK" picks what each rank does.
+std::vector<std::string> shell_ranks(const std::string& script) { return {"/bin/sh", "-c", script, "rank"}; }
+
+TEST(ScalingRankProcesses, OneRankFailingStopsTheOthersAndNamesIt) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 1 ] && exit 3; sleep 60"), 2,
+                                                (fresh_dir("fail") += ".json").string(), 120),
+                    "rank 1 of 2 exited with status 3");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "rank 0 was not left to sleep";
+}
+
+TEST(ScalingRankProcesses, AHangIsStoppedAtTheTimeout) {
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("sleep 60"), 2, (fresh_dir("hang") += ".json").string(), 1),
+                    "did not finish within 1 s");
+}
+
+TEST(ScalingRankProcesses, RanksSeeTheLaunchVariablesAndRankZeroWritesTheResult) {
+  const std::string path = (fresh_dir("vars") += ".json").string();
+  // Rank 0 writes its variables where --rank-result (the script's $4) says.
+  const std::string text = scaling::run_rank_processes(
+      shell_ranks("[ \"$RANK\" = 0 ] && echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $2\" > \"$4\"; exit 0"), 3, path, 60);
+  EXPECT_EQ(text, "0 3 0 127.0.0.1 3\n");
+  EXPECT_FALSE(fs::exists(path)) << "the result file is removed once read";
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exit 0"), 2, path, 60), "wrote no result to");
+}
+
+// The photographs, when this machine has them (the reference accuracies are in their README).
+std::string cats_dogs() {
+  for (const char* dir : {"../shared/data/cats_dogs", "../../shared/data/cats_dogs", "/work/shared/data/cats_dogs"}) {
+    if (fs::is_directory(fs::path(dir) / "train")) return fs::absolute(dir).string();
+  }
+  return "";
+}
+
+TEST(ScalingTimeToAccuracy, EachWorldTrainsOnThePhotographsAndReportsWhenItReachedTheTarget) {
+  const std::string data = cats_dogs();
+  if (data.empty()) GTEST_SKIP() << "no ../shared/data/cats_dogs: the time-to-accuracy run needs the photographs";
+  scaling::Config c;
+  c.placement = scaling::Placement::Cpu;
+  c.world_sizes = {1, 2};
+  c.data = data;
+  c.batch_per_rank = 32;
+  c.price_per_gpu_hour = 3.06;
+  scaling::AccuracyConfig a;
+  a.epochs = 1;
+  a.limit = 640;    // a quick epoch: 640 training photographs, all 2,000 for validation
+  a.target = 0.01;  // any trained model gets there in its first epoch
+  const fs::path out = fresh_dir("tta");
+  fs::create_directories(out);
+  a.out_dir = out.string();
+  const scaling::AccuracyRun run = scaling::run_time_to_accuracy(c, a);
+  ASSERT_EQ(run.rows.size(), 2u);
+  for (const auto& r : run.rows) {
+    SCOPED_TRACE(r.world_size);
+    EXPECT_TRUE(r.ran);
+    EXPECT_EQ(r.epochs_to_target, 1);
+    EXPECT_GT(r.final_accuracy, 0.3);
+    EXPECT_GT(r.seconds, 0.0);
+    EXPECT_DOUBLE_EQ(*r.seconds_to_target, r.seconds);
+    EXPECT_FALSE(r.usd_to_target.has_value()) << "CPU ranks use no GPU to price";
+    EXPECT_TRUE(fs::exists(out / ("tta_world" + std::to_string(r.world_size) + ".safetensors")));
+  }
+  EXPECT_EQ(run.rows[1].global_batch, 64);
+  EXPECT_DOUBLE_EQ(run.rows[1].lr, 2e-3);
+  EXPECT_NE(run.lr_rule.find("Goyal"), std::string::npos);
+  a.target = 1.0;  // never, on real photographs after one epoch
+  c.world_sizes = {1};
+  const scaling::AccuracyRun never = scaling::run_time_to_accuracy(c, a);
+  EXPECT_FALSE(never.rows[0].epochs_to_target.has_value());
+  EXPECT_FALSE(never.rows[0].seconds_to_target.has_value());
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace loom::testing
