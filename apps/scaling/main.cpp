@@ -83,6 +83,24 @@ int main(int argc, char** argv) {
       return 0;
     }
     LOOM_CHECK(!tta_only || tta, "--tta-only needs --time-to-accuracy");
+    if (loom::dist::read_launch_environment().launcher != "none") {  // one rank of mpirun/srun/torchrun's job
+      LOOM_CHECK(!tta && c.launch == "threads" && gpus.empty() && world_sizes.empty(),
+                 "loom-scaling under a launcher measures the job's own size: leave out --gpus, --world-sizes, "
+                 "--launch and --time-to-accuracy");
+      c.placement = device == "cpu" ? Placement::Cpu : Placement::Gpus;
+      const std::optional<loom::scaling::Report> job = loom::scaling::run_in_job(c);
+      if (job) {
+        const std::string text = loom::scaling::report_text(*job);
+        std::cout << text;
+        if (!out.empty()) {
+          std::filesystem::create_directories(out);
+          write_text(out + "/report.txt", text);
+          write_text(out + "/report.json", loom::scaling::report_json(*job));
+          write_text(out + "/report.csv", loom::scaling::report_csv(*job));
+        }
+      }
+      return 0;
+    }
     if (!out.empty()) {
       std::filesystem::create_directories(out);  // checked before minutes of measuring
       LOOM_CHECK(std::filesystem::is_directory(out), "--out ", out, " is not a folder");

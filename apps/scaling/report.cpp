@@ -67,6 +67,10 @@ nlohmann::json row_json(const Row& r) {
 int64_t bucket_bytes(const dist::BucketInfo& b) { return b.numel * static_cast<int64_t>(element_size(b.dtype)); }
 
 std::string placement_text(const Config& c) {
+  if (c.launch != "threads" && c.launch != "processes") {  // one rank of a launcher's job
+    return detail::concat("a job of processes started by ", c.launch, ", one rank per ",
+                          c.placement == Placement::Cpu ? "process on the CPU" : "GPU over NCCL");
+  }
   switch (c.placement) {
     case Placement::Gpus:
       return c.launch == "processes" ? "one rank per GPU over NCCL, a process per rank (TCP rendezvous)"

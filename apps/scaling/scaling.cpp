@@ -167,6 +167,41 @@ Report run(const Config& c) {
   return report;
 }
 
+std::optional<Report> run_in_job(const Config& c) {
+  check_config(c);
+  ConvTf32Scope tf32(c.precision == "tf32");
+  const dist::GroupPtr group = dist::init_from_environment(base_device(c));
+  const ImageSource images = load_images(c.data, std::max(c.workers, 1));
+  const int n = group->size();
+  Report report;
+  report.config = c;
+  report.config.world_sizes = {n};
+  report.config.launch = dist::read_launch_environment().launcher;
+  report.date = utc_now();
+  if (group->rank() == 0) {
+    Row& base = report.baseline;
+    base.world_size = 1;
+    base.note = "plain model, rank 0";
+    base.global_batch = c.batch_per_rank;
+    const RankResult plain = run_rank(c, images, base.global_batch, group->device(), nullptr);
+    report.parameters = plain.parameters;
+    fill_row(base, plain, report.config);
+    base.speedup = base.efficiency = 1.0;
+  }
+  group->barrier()->wait();  // the others wait for rank 0's baseline (the group's deadline applies)
+  Row row;
+  row.world_size = n;
+  row.global_batch = c.batch_per_rank * n;
+  const RankResult r = run_rank(c, images, c.batch_per_rank, group->device(), group);
+  if (group->rank() != 0) return std::nullopt;
+  fill_row(row, r, report.config);
+  row.speedup = row.images_per_s / report.baseline.images_per_s;
+  row.efficiency = row.speedup / n;
+  report.buckets = r.buckets;
+  report.rows.push_back(row);
+  return report;
+}
+
 void run_as_rank(const Config& c, int world_size, const std::string& result_path) {
   check_config(c);
   ConvTf32Scope tf32(c.precision == "tf32");

@@ -92,6 +92,11 @@ int gpus_used(const Config& config, int world_size);
 // unless config.skip_missing.
 Report run(const Config& config);
 
+// Under a launcher (mpirun, srun, torchrun's variables) this process is one rank of a job that
+// may span nodes: the report has the plain baseline (rank 0 measures it while the others wait)
+// and one DDP row for the job's size, rank 0's; the other ranks get an empty optional.
+std::optional<Report> run_in_job(const Config& config);
+
 // The body of one rank process of --launch processes: joins the job its launcher's variables
 // describe, runs this rank's share, and on rank 0 writes the result (atomically) to
 // result_path.

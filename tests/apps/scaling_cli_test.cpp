@@ -21,9 +21,10 @@ namespace fs = std::filesystem;
 
 std::string scaling_binary() { return LOOM_SCALING_BIN; }
 
-// Runs loom-scaling with `flags`; returns its exit status, stdout and stderr together in *output.
-int run_scaling(const std::string& flags, std::string* output) {
-  const std::string command = scaling_binary() + " " + flags + " 2>&1";
+// Runs loom-scaling with `flags` (after the environment assignments `env`); returns its exit
+// status, stdout and stderr together in *output.
+int run_scaling_with(const std::string& env, const std::string& flags, std::string* output) {
+  const std::string command = env + scaling_binary() + " " + flags + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return -1;
   char buffer[4096];
@@ -31,6 +32,8 @@ int run_scaling(const std::string& flags, std::string* output) {
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int run_scaling(const std::string& flags, std::string* output) { return run_scaling_with("", flags, output); }
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("loom_scaling_" + name + "_" + std::to_string(getpid()));
@@ -87,6 +90,21 @@ TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
   for (const auto& entry : fs::directory_iterator(out)) {
     EXPECT_EQ(entry.path().string().find("world"), std::string::npos) << "a rank result left behind: " << entry.path();
   }
+  fs::remove_all(out);
+}
+
+TEST(ScalingCli, UnderALauncherItMeasuresTheJobsOwnSize) {
+  const fs::path out = fresh_dir("job");
+  std::string output;
+  const std::string job = "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(29000 + getpid() % 1000) + " ";
+  ASSERT_EQ(run_scaling_with(job, "--device cpu --steps 3 --warmup 1 --out " + out.string(), &output), 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
+  expect_schema(j, 1);
+  EXPECT_EQ(j.at("launch"), "env");
+  EXPECT_NE(output.find("a job of processes started by env"), std::string::npos) << output;
+  output.clear();
+  EXPECT_EQ(run_scaling_with(job, "--device cpu --world-sizes 1,2", &output), 1);
+  EXPECT_NE(output.find("under a launcher measures the job's own size"), std::string::npos) << output;
   fs::remove_all(out);
 }
 
