@@ -1,15 +1,13 @@
-// loom-scaling simulate: the alpha-beta all-reduce model, its fit to collectives_bench's rows,
-// and the step time it predicts for larger clusters from a run's report.json.
+// loom-scaling simulate (simulate.h): reads a run's report.json, predicts each GPU count's step
+// from t_c, DDP's own work w and the all-reduce model's exposed communication, and writes the
+// result as nccl-tests style text and as JSON.
 #include "simulate.h"
 
 #include <loom/loom.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 namespace loom::scaling {
@@ -17,15 +15,6 @@ namespace loom::scaling {
 namespace {
 
 using nlohmann::json;
-
-void check_link(const LinkModel& link, const char* what) {
-  LOOM_CHECK(link.busbw_gbps > 0, what, " bandwidth must be positive, got ", link.busbw_gbps,
-             " GB/s");
-  LOOM_CHECK(link.alpha_us >= 0, what, " latency must be at least 0, got ", link.alpha_us, " us");
-}
-
-// Bytes per microsecond of a bus bandwidth in GB/s (1e9 B/s = 1e3 B/us); infinity stays.
-double bytes_per_us(const LinkModel& link) { return link.busbw_gbps * 1e3; }
 
 std::string bytes_text(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
@@ -100,12 +89,6 @@ Run parse_run(const std::string& text, const std::string& source) {
   return run;
 }
 
-int log2_ceil(int n) {
-  int levels = 0;
-  while ((int64_t{1} << levels) < n) ++levels;
-  return levels;
-}
-
 // A row of the run as it was measured (the fields simulate does not know stay empty).
 SimRow measured_row(const json& row, int gpus_per_node) {
   SimRow m;
@@ -124,137 +107,6 @@ SimRow measured_row(const json& row, int gpus_per_node) {
 }
 
 }  // namespace
-
-LinkModel network_link(double gbit_per_s, double alpha_us, const std::string& source) {
-  LinkModel link;
-  link.busbw_gbps = gbit_per_s / 8;
-  link.alpha_us = alpha_us;
-  link.source = source;
-  check_link(link, "inter-node");
-  return link;
-}
-
-double ring_all_reduce_us(int n, double bytes, const LinkModel& link) {
-  LOOM_CHECK(n >= 1, "all-reduce over ", n, " ranks");
-  if (n == 1) return 0;
-  return 2.0 * (n - 1) * link.alpha_us + 2.0 * (n - 1) / n * bytes / bytes_per_us(link);
-}
-
-double tree_all_reduce_us(int n, double bytes, const LinkModel& link) {
-  LOOM_CHECK(n >= 1, "all-reduce over ", n, " ranks");
-  if (n == 1) return 0;
-  return 2.0 * log2_ceil(n) * link.alpha_us + 2.0 * bytes / bytes_per_us(link);
-}
-
-AllReduceTime all_reduce_us(int n, double bytes, const ClusterModel& model) {
-  const int g = model.gpus_per_node;
-  LOOM_CHECK(g >= 1, "gpus per node must be at least 1, got ", g);
-  if (n <= g) return {ring_all_reduce_us(n, bytes, model.intra), "ring", 1};
-  LOOM_CHECK(n % g == 0, "--gpus ", n, ": above one node (", g,
-             " GPUs) a count must be a whole number of nodes");
-  const int nodes = n / g;
-  const double ring = ring_all_reduce_us(nodes, bytes / g, model.inter);
-  const double tree = tree_all_reduce_us(nodes, bytes / g, model.inter);
-  const double intra = ring_all_reduce_us(g, bytes, model.intra);  // reduce-scatter + all-gather
-  return {intra + std::min(ring, tree), tree < ring ? "tree" : "ring", nodes};
-}
-
-StepComm step_comm(int n, const std::vector<int64_t>& buckets, const ClusterModel& model) {
-  StepComm step;
-  std::set<std::string> algorithms;
-  for (int64_t bytes : buckets) {
-    const AllReduceTime t = all_reduce_us(n, static_cast<double>(bytes), model);
-    step.total_us += t.us;
-    step.last_us = t.us;
-    step.nodes = t.nodes;
-    algorithms.insert(t.algorithm);
-  }
-  step.algorithm = algorithms.size() == 1 ? *algorithms.begin() : "ring+tree";
-  return step;
-}
-
-LinkModel fit_all_reduce(const std::string& text, const std::string& source, int world_size) {
-  std::vector<json> rows;
-  std::set<std::string> ops;
-  std::istringstream lines(text);
-  int line_number = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++line_number;
-    const size_t start = line.find_first_not_of(" \t\r");
-    if (start == std::string::npos || line[start] == '#') continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      LOOM_FAIL(source, " line ", line_number, ": not JSON (", e.what(), ")");
-    }
-    const std::string op = j.is_object() ? optional_string(j, "op") : "";
-    ops.insert(op.empty() ? "(none)" : op);
-    if (op == "all_reduce") rows.push_back(j);
-  }
-  std::string found;
-  for (const auto& op : ops) found += (found.empty() ? "" : ", ") + op;
-  LOOM_CHECK(!rows.empty(), source,
-             ": no all_reduce rows (ops found: ", found.empty() ? "none" : found,
-             "); run collectives_bench --op all_reduce --json");
-  const bool any_nccl = std::any_of(rows.begin(), rows.end(), [](const json& r) {
-    return optional_string(r, "backend") == "nccl";
-  });
-  std::map<int, std::vector<std::pair<double, double>>> by_world;  // world -> (size_bytes, time_us)
-  for (const json& r : rows) {
-    if (any_nccl && optional_string(r, "backend") != "nccl") continue;
-    if (optional_number(r, "wrong").value_or(0) > 0) continue;
-    const auto world = optional_number(r, "world_size");
-    const auto size = optional_number(r, "size_bytes");
-    const auto time = optional_number(r, "time_us");
-    LOOM_CHECK(world && size && time, source,
-               ": an all_reduce row without world_size, size_bytes and time_us: ", r.dump());
-    if (*size > 0 && *time > 0) by_world[static_cast<int>(*world)].emplace_back(*size, *time);
-  }
-  LOOM_CHECK(!by_world.empty(), source,
-             ": no usable all_reduce rows (every one had wrong > 0 or size 0)");
-  const int w = world_size > 0 ? world_size : by_world.rbegin()->first;
-  LOOM_CHECK(by_world.count(w), source, ": no all_reduce rows of world size ", w);
-  LOOM_CHECK(w >= 2, source,
-             ": all_reduce rows only for world size 1, where no data moves; the fit needs ",
-             "world_size >= 2");
-  const auto& points = by_world.at(w);
-  std::set<double> sizes;
-  for (const auto& p : points) sizes.insert(p.first);
-  LOOM_CHECK(sizes.size() >= 2, source, ": world ", w,
-             " has all_reduce rows of only one size; the fit needs two");
-
-  // Weighted least squares with weights 1/t^2: every size counts by its relative error, so the
-  // small sizes fix the latency and the large ones the bandwidth. x = size / largest size.
-  const double scale = *sizes.rbegin();
-  double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0;
-  for (const auto& [size, t] : points) {
-    const double wt = 1 / (t * t), x = size / scale;
-    sw += wt, sx += wt * x, sxx += wt * x * x, st += wt * t, sxt += wt * x * t;
-  }
-  double a = (st * sxx - sx * sxt) / (sw * sxx - sx * sx);
-  double b = (sw * sxt - sx * st) / (sw * sxx - sx * sx);
-  if (a < 0) {  // through the origin
-    a = 0;
-    b = sxt / sxx;
-  }
-  LOOM_CHECK(b > 0, source, ": the fitted bandwidth is not positive (world ", w,
-             " all_reduce time does not grow with size)");
-  b /= scale;  // us per byte
-  LinkModel link;
-  link.alpha_us = a / (2.0 * (w - 1));
-  link.busbw_gbps = 2.0 * (w - 1) / w / b / 1e3;
-  link.fitted_world = w;
-  link.fitted_points = static_cast<int>(points.size());
-  for (const auto& [size, t] : points) {
-    link.worst_residual = std::max(link.worst_residual, std::abs(a + b * size - t) / t);
-  }
-  link.source = "fitted to " + source + " (all_reduce" + (any_nccl ? ", nccl" : "") + ", world " +
-                std::to_string(w) + ", " + std::to_string(points.size()) + " rows " +
-                bytes_text(*sizes.begin()) + ".." + bytes_text(scale) + ", worst residual " +
-                fixed(100 * link.worst_residual, 1) + "%)";
-  return link;
-}
 
 SimReport simulate(const SimulateConfig& c) {
   LOOM_CHECK(!c.gpus.empty(), "--gpus: no GPU counts given");
@@ -338,6 +190,25 @@ SimReport simulate(const SimulateConfig& c) {
     r.overlap_source =
         "default: " + c.run_source + " measured no comm_ms and exposed_comm_ms, so none is assumed";
   }
+  // DDP's own work per step: the DDP row at world 1 (one rank, NCCL moves nothing) against the
+  // plain model. Fixed per-step work, mostly launches, so the same at every n, strong or weak.
+  for (const json& row : rows) {
+    const auto step = optional_number(row, "median_ms");
+    if (ran(row) && optional_number(row, "world_size") == 1.0 && step && *step > 0) {
+      r.world1_step_ms = step;
+      break;
+    }
+  }
+  if (r.world1_step_ms) {
+    r.ddp_ms = std::max(0.0, *r.world1_step_ms - r.compute_ms);
+    r.ddp_source = "measured: the run's DDP world-1 step " + fixed(*r.world1_step_ms, 3) +
+                   " ms - baseline.median_ms " + fixed(r.compute_ms, 3) + " ms" +
+                   (r.ddp_ms > 0 ? "" : ", not positive, so 0");
+  } else {
+    r.ddp_source = "default: " + c.run_source +
+                   " has no DDP row at world 1 that ran, so 0 (the simulated steps leave DDP's own "
+                   "work out)";
+  }
   const auto compute_ms = [&](int n) { return r.strong ? r.compute_ms / n : r.compute_ms; };
   r.hidden_ms = r.overlap * step_comm(r.reference_world, r.bucket_bytes, m).total_us / 1e3;
 
@@ -349,9 +220,10 @@ SimReport simulate(const SimulateConfig& c) {
     row.algorithm = n == 1 ? "none" : comm_n.algorithm;
     const double hidden = r.hidden_ms * compute_ms(n) / compute_ms(r.reference_world);
     row.compute_ms = compute_ms(n);
+    row.ddp_ms = r.ddp_ms;
     row.comm_ms = comm_n.total_us / 1e3;
     row.exposed_comm_ms = std::max(comm_n.last_us / 1e3, *row.comm_ms - hidden);
-    row.step_ms = *row.compute_ms + *row.exposed_comm_ms;
+    row.step_ms = *row.compute_ms + *row.ddp_ms + *row.exposed_comm_ms;
     const double global =
         r.strong ? static_cast<double>(r.global_batch) : static_cast<double>(n * r.batch_per_rank);
     row.batch_per_gpu = global / n;
@@ -418,6 +290,9 @@ std::string simulate_text(const SimReport& r) {
       << (r.strong ? "; strong scaling: t_c / n, an ideal split"
                    : "; weak scaling: the same at every count")
       << ")\n";
+  out << "# DDP's own work per step w = " << fixed(r.ddp_ms, 3) << " ms: " << r.ddp_source
+      << "; the same at every count (fixed per-step work, mostly launches: not split under strong "
+         "scaling)\n";
   int64_t total = 0;
   for (int64_t b : r.bucket_bytes) total += b;
   out << "# gradients: " << r.bucket_bytes.size() << " bucket"
@@ -445,28 +320,30 @@ std::string simulate_text(const SimReport& r) {
         << " ms against the run's measured comm_ms " << fixed(*r.measured_comm_ms, 4) << " ms\n";
   }
   if (r.measured_step_ms && r.measured_exposed_ms) {
-    out << "#   the run's world " << r.reference_world << " step " << fixed(*r.measured_step_ms, 3)
-        << " ms = t_c " << fixed(r.compute_ms, 3) << " + exposed "
-        << fixed(*r.measured_exposed_ms, 3) << " + "
-        << fixed(*r.measured_step_ms - r.compute_ms - *r.measured_exposed_ms, 3)
-        << " ms that the model leaves out (DDP's own work, waiting for the slowest rank)\n";
+    const int n_ref = r.reference_world;
+    const double t_c = r.strong ? r.compute_ms / n_ref : r.compute_ms;
+    out << "#   the run's world " << n_ref << " step " << fixed(*r.measured_step_ms, 3)
+        << " ms = t_c(" << n_ref << ") " << fixed(t_c, 3) << " + w " << fixed(r.ddp_ms, 3)
+        << " + exposed " << fixed(*r.measured_exposed_ms, 3) << " + "
+        << fixed(*r.measured_step_ms - t_c - r.ddp_ms - *r.measured_exposed_ms, 3)
+        << " ms that the model leaves out (waiting for the slowest rank, DDP work that grows with "
+           "the world)\n";
   }
   out << "# exposed(n) = max(T_last(n), T(n) - H): the last bucket waits for the end of backward; "
-         "step(n) = t_c + exposed(n), no DDP wrapper cost (the measured rows have it)\n";
+         "step(n) = t_c(n) + w + exposed(n)\n";
   out << "# speedup = images/s over the plain model's on one GPU; efficiency = speedup / gpus\n#\n";
-  out << "#  gpus  nodes  batch/gpu  compute_ms     comm_ms  exposed_ms     step_ms      images/s  "
-         " speedup  "
-         "efficiency  algorithm  kind\n";
+  out << "#  gpus  nodes  batch/gpu  compute_ms      ddp_ms     comm_ms  exposed_ms     step_ms  "
+         "    images/s   speedup  efficiency  algorithm  kind\n";
   for (const SimRow& row : r.rows) {
     char line[320];
-    std::snprintf(line, sizeof(line),
-                  "%7d  %5d  %9.2f  %s  %s  %s  %10.4f  %12.1f  %7.2fx  %9.1f%%  %9s  %s%s%s\n",
-                  row.gpus, row.nodes, row.batch_per_gpu, cell(row.compute_ms, 10, 4).c_str(),
-                  cell(row.comm_ms, 10, 4).c_str(), cell(row.exposed_comm_ms, 10, 4).c_str(),
-                  row.step_ms, row.images_per_s, row.speedup, 100 * row.efficiency,
-                  row.algorithm.empty() ? "-" : row.algorithm.c_str(),
-                  row.simulated ? "simulated" : "measured", row.note.empty() ? "" : "  ",
-                  row.note.c_str());
+    std::snprintf(
+        line, sizeof(line),
+        "%7d  %5d  %9.2f  %s  %s  %s  %s  %10.4f  %12.1f  %7.2fx  %9.1f%%  %9s  %s%s%s\n", row.gpus,
+        row.nodes, row.batch_per_gpu, cell(row.compute_ms, 10, 4).c_str(),
+        cell(row.ddp_ms, 10, 4).c_str(), cell(row.comm_ms, 10, 4).c_str(),
+        cell(row.exposed_comm_ms, 10, 4).c_str(), row.step_ms, row.images_per_s, row.speedup,
+        100 * row.efficiency, row.algorithm.empty() ? "-" : row.algorithm.c_str(),
+        row.simulated ? "simulated" : "measured", row.note.empty() ? "" : "  ", row.note.c_str());
     out << line;
   }
   return out.str();
@@ -495,6 +372,8 @@ std::string simulate_json(const SimReport& r) {
   j["batch_per_rank"] = r.strong ? json(nullptr) : json(r.batch_per_rank);
   j["global_batch"] = r.strong ? json(r.global_batch) : json(nullptr);
   j["compute_ms"] = r.compute_ms;
+  j["ddp"] = {
+      {"ms", r.ddp_ms}, {"source", r.ddp_source}, {"world1_step_ms", optional(r.world1_step_ms)}};
   j["bucket_bytes"] = r.bucket_bytes;
   j["cluster"] = {{"gpus_per_node", r.model.gpus_per_node},
                   {"intra", link(r.model.intra)},
@@ -512,6 +391,7 @@ std::string simulate_json(const SimReport& r) {
                          {"nodes", row.nodes},
                          {"batch_per_gpu", row.batch_per_gpu},
                          {"compute_ms", optional(row.compute_ms)},
+                         {"ddp_ms", optional(row.ddp_ms)},
                          {"comm_ms", optional(row.comm_ms)},
                          {"exposed_comm_ms", optional(row.exposed_comm_ms)},
                          {"step_ms", row.step_ms},

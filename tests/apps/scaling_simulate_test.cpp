@@ -1,7 +1,7 @@
 // loom-scaling simulate: the alpha-beta fit recovers a known link from collectives_bench-style
 // rows and reproduces them, the model meets its closed forms (one GPU, infinite bandwidth, no
-// overlap, the ring/tree crossing, two nodes by hand), the report marks every row, and bad
-// inputs are errors naming what is wrong.
+// overlap, the ring/tree crossing, two nodes by hand), DDP's own cost comes from the world-1 row,
+// the report marks every row, and bad inputs are errors naming what is wrong.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,8 +19,9 @@ namespace {
 using scaling::LinkModel;
 
 // A report.json in the schema of apps/scaling/README.md: 10 ms plain step, batch 32, three
-// buckets (16 MiB, 16 MiB, 1 MiB, the last small as a model's first layers), and world 8 measured
-// with 0.4 ms of all-reduce of which 0.1 ms was exposed.
+// buckets (16 MiB, 16 MiB, 1 MiB, the last small as a model's first layers), DDP at world 1 in
+// 10.5 ms (w = 0.5 ms, exact in binary), and world 8 measured in 10.8 ms with 0.4 ms of
+// all-reduce of which 0.1 ms was exposed.
 const char* kRun = R"({
   "tool": "loom", "date": "2026-12-01 10:00 UTC", "model": "resnet_like", "parameters": 8650752,
   "gradient_bytes": 34603008, "device": "cuda", "gpu_name": "NVIDIA H200", "gpus_present": 8,
@@ -36,11 +37,11 @@ const char* kRun = R"({
                "comm_ms": null, "exposed_comm_ms": null, "loader_wait_ms": 0, "differing_ranks": 0,
                "usd_per_million_images": null},
   "rows": [
-    {"world_size": 1, "ran": true, "note": "plain model", "global_batch": 32, "median_ms": 10.0, "p10_ms": 9.9,
-     "p90_ms": 10.1, "images_per_s": 3200, "speedup": 1, "efficiency": 1, "comm_ms": null,
-     "exposed_comm_ms": null, "loader_wait_ms": 0, "differing_ranks": 0, "usd_per_million_images": null},
-    {"world_size": 8, "ran": true, "note": "", "global_batch": 256, "median_ms": 10.2, "p10_ms": 10.1,
-     "p90_ms": 10.4, "images_per_s": 25098, "speedup": 7.84, "efficiency": 0.98, "comm_ms": 0.4,
+    {"world_size": 1, "ran": true, "note": "", "global_batch": 32, "median_ms": 10.5, "p10_ms": 10.4,
+     "p90_ms": 10.6, "images_per_s": 3047.6, "speedup": 0.952, "efficiency": 0.952, "comm_ms": 0.001,
+     "exposed_comm_ms": 0.001, "loader_wait_ms": 0, "differing_ranks": 0, "usd_per_million_images": null},
+    {"world_size": 8, "ran": true, "note": "", "global_batch": 256, "median_ms": 10.8, "p10_ms": 10.7,
+     "p90_ms": 11.0, "images_per_s": 23704, "speedup": 7.41, "efficiency": 0.926, "comm_ms": 0.4,
      "exposed_comm_ms": 0.1, "loader_wait_ms": 0, "differing_ranks": 0, "usd_per_million_images": null},
     {"world_size": 16, "ran": false, "note": "not run: needs 16 GPUs, this machine has 8", "global_batch": 512,
      "median_ms": 0, "p10_ms": 0, "p90_ms": 0, "images_per_s": 0, "speedup": 0, "efficiency": 0,
@@ -50,6 +51,15 @@ const char* kRun = R"({
 })";
 
 nlohmann::json run_json() { return nlohmann::json::parse(kRun); }
+
+const double kPlainMs = 10.0, kDdpMs = 0.5;  // t_c and w of kRun
+
+// kRun without its DDP world-1 row: w = 0.
+std::string run_without_world_one() {
+  auto run = run_json();
+  run["rows"].erase(0);
+  return run.dump();
+}
 
 const double kInf = std::numeric_limits<double>::infinity();
 
@@ -153,38 +163,110 @@ TEST(ScalingSimulate, FitRecoversTheLinkAndReproducesItsPoints) {
   EXPECT_NEAR(*simulated(r, 8).comm_ms, measured_ms, 0.03 * measured_ms);
 }
 
-TEST(ScalingSimulate, OneGpuHasNoCommunicationAndSpeedupOne) {
+TEST(ScalingSimulate, OneGpuIsTheDdpWorldOneStep) {
   const scaling::SimReport r = scaling::simulate(hand_config({1}));
   const scaling::SimRow& one = simulated(r, 1);
   EXPECT_EQ(*one.comm_ms, 0.0);
   EXPECT_EQ(*one.exposed_comm_ms, 0.0);
-  EXPECT_EQ(one.step_ms, 10.0);  // the plain model's step: the simulation adds no wrapper cost
-  EXPECT_EQ(one.speedup, 1.0);
-  EXPECT_EQ(one.efficiency, 1.0);
+  EXPECT_EQ(one.step_ms, 10.5);  // t_c + w: the run's DDP world-1 step, by construction
+  EXPECT_DOUBLE_EQ(one.speedup, kPlainMs / (kPlainMs + kDdpMs));
   EXPECT_EQ(one.algorithm, "none");
+  // Without the world-1 row there is no wrapper cost: the plain model's step, speedup 1.
+  scaling::SimulateConfig c = hand_config({1});
+  c.run_json_text = run_without_world_one();
+  const scaling::SimRow& plain = simulated(scaling::simulate(c), 1);
+  EXPECT_EQ(plain.step_ms, 10.0);
+  EXPECT_EQ(plain.speedup, 1.0);
+  EXPECT_EQ(plain.efficiency, 1.0);
 }
 
-TEST(ScalingSimulate, InfiniteBandwidthAndZeroLatencyGiveSpeedupN) {
-  for (const char* scaling_kind : {"weak", "strong"}) {
-    auto run = run_json();
-    run["scaling"] = scaling_kind;
-    scaling::SimulateConfig c = hand_config({1, 2, 8, 16, 64, 256, 1024});
-    c.run_json_text = run.dump();
-    c.intra = link(0, kInf);
-    c.inter_gbit_per_s = kInf;
-    c.inter_alpha_us = 0;
-    const scaling::SimReport r = scaling::simulate(c);
-    for (int n : c.gpus) {
-      const scaling::SimRow& row = simulated(r, n);
-      EXPECT_EQ(*row.comm_ms, 0.0) << n;
-      EXPECT_DOUBLE_EQ(row.speedup, n) << scaling_kind << " " << n;
-      EXPECT_DOUBLE_EQ(row.efficiency, 1.0) << scaling_kind << " " << n;
+TEST(ScalingSimulate, InfiniteBandwidthAndZeroLatencyLeaveOnlyTheDdpCost) {
+  // step(n) = t_c(n) + w: weak speedup n t_c / (t_c + w), strong t_c / (t_c / n + w) (w is not
+  // split), and exactly n without the world-1 row (w = 0).
+  for (const bool with_world_one : {true, false}) {
+    for (const char* scaling_kind : {"weak", "strong"}) {
+      auto run = nlohmann::json::parse(with_world_one ? kRun : run_without_world_one());
+      run["scaling"] = scaling_kind;
+      const bool strong = std::string(scaling_kind) == "strong";
+      scaling::SimulateConfig c = hand_config({1, 2, 8, 16, 64, 256, 1024});
+      c.run_json_text = run.dump();
+      c.intra = link(0, kInf);
+      c.inter_gbit_per_s = kInf;
+      c.inter_alpha_us = 0;
+      const scaling::SimReport r = scaling::simulate(c);
+      const double w = with_world_one ? kDdpMs : 0.0;
+      EXPECT_EQ(r.ddp_ms, w);
+      for (int n : c.gpus) {
+        const std::string what = std::string(scaling_kind) + " " + std::to_string(n) +
+                                 (with_world_one ? " with" : " without") + " the world-1 row";
+        const scaling::SimRow& row = simulated(r, n);
+        EXPECT_EQ(*row.comm_ms, 0.0) << what;
+        EXPECT_EQ(*row.ddp_ms, w) << what;
+        const double t_c = strong ? kPlainMs / n : kPlainMs;
+        EXPECT_EQ(row.step_ms, t_c + w) << what;
+        if (with_world_one) {
+          const double speedup =
+              strong ? kPlainMs / (kPlainMs / n + w) : n * kPlainMs / (kPlainMs + w);
+          EXPECT_DOUBLE_EQ(row.speedup, speedup) << what;
+          EXPECT_DOUBLE_EQ(row.efficiency, speedup / n) << what;
+        } else {
+          EXPECT_DOUBLE_EQ(row.speedup, n) << what;
+          EXPECT_DOUBLE_EQ(row.efficiency, 1.0) << what;
+        }
+      }
+      if (strong) {  // global batch 32 split: t_c / n
+        EXPECT_DOUBLE_EQ(*simulated(r, 16).compute_ms, 10.0 / 16);
+        EXPECT_DOUBLE_EQ(simulated(r, 16).batch_per_gpu, 2.0);
+        EXPECT_NE(simulated(r, 64).note.find("fewer than one image per GPU"), std::string::npos);
+      }
     }
-    if (std::string(scaling_kind) == "strong") {  // global batch 32 split: t_c / n
-      EXPECT_DOUBLE_EQ(*simulated(r, 16).compute_ms, 10.0 / 16);
-      EXPECT_DOUBLE_EQ(simulated(r, 16).batch_per_gpu, 2.0);
-      EXPECT_NE(simulated(r, 64).note.find("fewer than one image per GPU"), std::string::npos);
-    }
+  }
+}
+
+TEST(ScalingSimulate, DdpCostIsTheWorldOneRowOverThePlainModel) {
+  const scaling::SimReport r = scaling::simulate(hand_config({1, 16, 1024}));
+  EXPECT_EQ(r.ddp_ms, 0.5);  // 10.5 - 10.0
+  EXPECT_EQ(*r.world1_step_ms, 10.5);
+  EXPECT_NE(r.ddp_source.find("measured: the run's DDP world-1 step 10.500 ms - baseline.median_ms "
+                              "10.000 ms"),
+            std::string::npos)
+      << r.ddp_source;
+  for (const auto& row : r.rows) {  // the same at every count; not known for measured rows
+    EXPECT_EQ(row.ddp_ms.value_or(-1), row.simulated ? 0.5 : -1) << row.gpus;
+  }
+  const auto j = nlohmann::json::parse(scaling::simulate_json(r));
+  EXPECT_EQ(j["ddp"]["ms"], 0.5);
+  EXPECT_EQ(j["ddp"]["world1_step_ms"], 10.5);
+  EXPECT_EQ(j["rows"][0]["kind"], "measured");
+  EXPECT_TRUE(j["rows"][0]["ddp_ms"].is_null());
+  EXPECT_EQ(j["rows"][1]["ddp_ms"], 0.5);
+
+  // A DDP row faster than the plain model (timing noise) gives w = 0, not a negative cost.
+  auto faster = run_json();
+  faster["rows"][0]["median_ms"] = 9.8;
+  scaling::SimulateConfig c = hand_config({16});
+  c.run_json_text = faster.dump();
+  const scaling::SimReport f = scaling::simulate(c);
+  EXPECT_EQ(f.ddp_ms, 0.0);
+  EXPECT_EQ(*simulated(f, 16).ddp_ms, 0.0);
+  EXPECT_NE(f.ddp_source.find("world-1 step 9.800 ms - baseline.median_ms 10.000 ms, not "
+                              "positive, so 0"),
+            std::string::npos)
+      << f.ddp_source;
+
+  // No world-1 row that ran: w = 0, said so.
+  auto not_run = run_json();
+  not_run["rows"][0]["ran"] = false;
+  for (const std::string& text : {not_run.dump(), run_without_world_one()}) {
+    c.run_json_text = text;
+    const scaling::SimReport none = scaling::simulate(c);
+    EXPECT_EQ(none.ddp_ms, 0.0);
+    EXPECT_FALSE(none.world1_step_ms.has_value());
+    EXPECT_NE(none.ddp_source.find("default: RUN.json has no DDP row at world 1 that ran, so 0"),
+              std::string::npos)
+        << none.ddp_source;
+    EXPECT_NE(scaling::simulate_text(none).find("# DDP's own work per step w = 0.000 ms: default"),
+              std::string::npos);
   }
 }
 
@@ -202,7 +284,7 @@ TEST(ScalingSimulate, NoOverlapExposesAllCommunication) {
       total_us += scaling::all_reduce_us(n, static_cast<double>(b), r.model).us;
     EXPECT_EQ(*row.exposed_comm_ms, *row.comm_ms) << n;
     EXPECT_NEAR(*row.comm_ms, total_us / 1e3, 1e-12) << n;
-    EXPECT_EQ(row.step_ms, 10.0 + *row.comm_ms) << n;
+    EXPECT_EQ(row.step_ms, 10.0 + 0.5 + *row.comm_ms) << n;  // t_c + w + T(n)
     EXPECT_NEAR(row.speedup, n * 10.0 / row.step_ms, 1e-12 * n) << n;
     EXPECT_NEAR(row.images_per_s, n * 32 / (row.step_ms / 1e3), 1e-9 * row.images_per_s) << n;
   }
@@ -268,9 +350,11 @@ TEST(ScalingSimulate, TheReportMarksEveryRowAndStatesItsAssumptions) {
         "# inter-node, per GPU: alpha 5.000 us/step, busbw 50.0 GB/s: given: 400 Gb/s per GPU at "
         "line rate; 5.00 us per network step (given)",
         "# overlap f = 0.750: measured at world 8", "the run's measured comm_ms 0.4000 ms",
-        "the run's world 8 step 10.200 ms = t_c 10.000 + exposed 0.100 + 0.100 ms that the model "
-        "leaves out",
-        "exposed(n) = max(T_last(n), T(n) - H)", "#  gpus  nodes"}) {
+        "# DDP's own work per step w = 0.500 ms: measured: the run's DDP world-1 step 10.500 ms",
+        "the run's world 8 step 10.800 ms = t_c(8) 10.000 + w 0.500 + exposed 0.100 + 0.200 ms "
+        "that the model leaves out",
+        "exposed(n) = max(T_last(n), T(n) - H)", "step(n) = t_c(n) + w + exposed(n)",
+        "compute_ms      ddp_ms     comm_ms", "#  gpus  nodes"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
   std::istringstream lines(text);
