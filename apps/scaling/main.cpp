@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch-per-gpu", c.batch_per_rank, "each rank's batch")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   app.add_option("--steps", c.steps, "timed steps")->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_option("--warmup", c.warmup, "untimed steps first")->check(CLI::Range(0, 1000000))->capture_default_str();
+  app.add_option("--warmup-seconds", c.warmup_seconds, "the plain model warms up at least this long")
+      ->check(CLI::Range(0.0, 3600.0))->capture_default_str();
   app.add_option("--data", c.data, "synthetic, or a folder of photographs (train/ and val/, or class folders)")->capture_default_str();
   app.add_option("--workers", c.workers, "loader threads per rank with --data DIR")->check(CLI::Range(0, 64))->capture_default_str();
   app.add_option("--precision", c.precision, "fp32 or tf32 convolutions")->capture_default_str();
@@ -60,6 +62,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "folder for report.txt, report.json, report.csv and speedup.png");
   app.add_option("--rank-world", rank_world, "internal: run as one rank process of a world this size")->group("");
   app.add_option("--rank-result", rank_result, "internal: where rank 0 writes its result")->group("");
+  std::optional<int> rank_warmup;
+  app.add_option("--rank-warmup", rank_warmup, "internal: the warm-up steps of every rank")->group("");
   loom::scaling::SimulateArgs sim;
   CLI::App* simulate = loom::scaling::add_simulate_command(app, sim);
   CLI11_PARSE(app, argc, argv);
@@ -79,6 +83,7 @@ int main(int argc, char** argv) {
     c.self_command.insert(c.self_command.end(), argv + 1, argv + argc);
 
     if (rank_world > 0) {  // one rank process of --launch processes
+      if (rank_warmup) c.warmup = *rank_warmup;
       loom::scaling::run_as_rank(c, rank_world, rank_result);
       return 0;
     }

@@ -204,8 +204,16 @@ RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, D
     adam.step();
     return waited;
   };
-  for (int i = 0; i < c.warmup; ++i) step();
-  if (device.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device.index));
+  const Clock::time_point warmup_start = Clock::now();
+  auto synchronize = [&] {
+    if (device.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device.index));
+  };
+  for (; result.warmup_steps < c.warmup; ++result.warmup_steps) step();
+  synchronize();
+  while (!group && ms_since(warmup_start) < 1e3 * c.warmup_seconds) {
+    for (int i = 0; i < 10; ++i, ++result.warmup_steps) step();
+    synchronize();
+  }
   if (ddp) ddp->time_exposed_communication(true);
   StepClock clock(device, c.steps);
   clock.mark(0);
@@ -231,6 +239,7 @@ std::string rank_result_json(const RankResult& r) {
   j["comm_ms"] = r.comm_ms ? nlohmann::json(*r.comm_ms) : nlohmann::json(nullptr);
   j["differing_ranks"] = r.differing_ranks;
   j["parameters"] = r.parameters;
+  j["warmup_steps"] = r.warmup_steps;
   j["buckets"] = nlohmann::json::array();
   for (const auto& b : r.buckets) {
     j["buckets"].push_back({{"numel", b.numel}, {"dtype", dtype_name(b.dtype)}, {"offset", b.offset},
@@ -249,6 +258,7 @@ RankResult rank_result_from_json(const std::string& text, const std::string& sou
     if (!j.at("comm_ms").is_null()) r.comm_ms = j.at("comm_ms").get<double>();
     r.differing_ranks = j.at("differing_ranks").get<int>();
     r.parameters = j.at("parameters").get<int64_t>();
+    r.warmup_steps = j.at("warmup_steps").get<int>();
     for (const auto& b : j.at("buckets")) {
       dist::BucketInfo info;
       info.numel = b.at("numel").get<int64_t>();

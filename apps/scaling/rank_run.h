@@ -34,11 +34,13 @@ struct RankResult {
   int differing_ranks = 0;              // ranks whose parameter hash is not rank 0's
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;
+  int warmup_steps = 0;                 // the untimed steps it ran first
 };
 
 // Runs on every rank of `group` (null: the plain model alone on `device`); every rank returns
 // the same differing_ranks, rank 0's times are the row's (every rank waits for the others each
-// step).
+// step). The plain model warms up for config.warmup steps and at least config.warmup_seconds;
+// a group's ranks for exactly config.warmup steps (they must take the same number).
 RankResult run_rank(const Config& config, const ImageSource& images, int64_t batch, Device device,
                     const dist::GroupPtr& group);
 

@@ -105,7 +105,8 @@ std::string report_text(const Report& report) {
       << (c.strong ? "the global batch of the largest world split over the ranks"
                    : "batch " + std::to_string(c.batch_per_rank) + " per rank, global batch = ranks x that")
       << "\n";
-  out << "# " << c.steps << " timed steps after " << c.warmup << " warm-up steps; step time: "
+  out << "# " << c.steps << " timed steps after " << c.warmup << " warm-up steps (the plain model's for at least "
+      << c.warmup_seconds << " s, so the GPU is at its clocks); step time: "
       << (c.placement == Placement::Cpu ? "rank 0's host clock" : "CUDA events on rank 0's compute stream")
       << " (every rank waits for the others each step)\n";
   out << "# buckets of the largest world run: " << report.buckets.size();
@@ -170,8 +171,12 @@ std::string report_json(const Report& report) {
   j["batch_per_rank"] = c.batch_per_rank;
   j["steps"] = c.steps;
   j["warmup"] = c.warmup;
+  // "CUDA runtime 13.0, cuDNN 9.14.0" into its two numbers.
+  const std::string libraries = built_with_cuda() ? cuda_library_versions() : "";
+  const size_t dnn = libraries.find(", cuDNN ");
   j["versions"] = {{"driver", b != std::string::npos ? first.substr(b + 2) : ""},
-                   {"cuda", built_with_cuda() ? cuda_library_versions() : ""},
+                   {"cuda", dnn != std::string::npos ? libraries.substr(13, dnn - 13) : ""},
+                   {"cudnn", dnn != std::string::npos ? libraries.substr(dnn + 8) : ""},
                    {"nccl", dist::nccl_version()},
                    {"framework", "loom"}};
   j["price_per_gpu_hour"] = optional_json(c.price_per_gpu_hour);

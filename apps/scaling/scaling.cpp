@@ -60,6 +60,7 @@ Device base_device(const Config& c) { return c.placement == Placement::Cpu ? kCP
 void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
   LOOM_CHECK(c.steps >= 1 && c.warmup >= 0, "loom-scaling: --steps must be at least 1 and --warmup at least 0");
+  LOOM_CHECK(std::isfinite(c.warmup_seconds) && c.warmup_seconds >= 0, "--warmup-seconds must be a number >= 0");
   LOOM_CHECK(c.batch_per_rank >= 1, "--batch-per-gpu must be at least 1, got ", c.batch_per_rank);
   LOOM_CHECK(c.precision == "fp32" || c.precision == "tf32", "--precision: expected fp32 or tf32, got '",
              c.precision.substr(0, 32), "' (bf16 needs mixed precision, which loom does not have yet: issue 13)");
@@ -87,7 +88,9 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
   if (c.launch == "processes") {
     const std::string path = (std::filesystem::path(c.scratch_dir) /
                               detail::concat("loom-scaling-", getpid(), "-world", n, ".json")).string();
-    return rank_result_from_json(run_rank_processes(c.self_command, n, path, c.rank_timeout_s), path);
+    std::vector<std::string> command = c.self_command;
+    command.insert(command.end(), {"--rank-warmup", std::to_string(c.warmup)});
+    return rank_result_from_json(run_rank_processes(command, n, path, c.rank_timeout_s), path);
   }
   RankResult result;
   std::mutex mutex;
@@ -146,6 +149,9 @@ Report run(const Config& c) {
   report.parameters = plain.parameters;
   fill_row(base, plain, c);
   base.speedup = base.efficiency = 1.0;
+  Config worlds = c;  // every world warms up as long as the plain model did, at least
+  worlds.warmup = plain.warmup_steps;
+  report.config.warmup = plain.warmup_steps;
 
   for (int n : c.world_sizes) {
     Row row;
@@ -157,7 +163,7 @@ Report run(const Config& c) {
       continue;
     }
     if (c.placement == Placement::OneGpu && n > 1) row.note = "ranks share one GPU: not a multi-GPU speedup";
-    const RankResult r = run_world(c, images, n);
+    const RankResult r = run_world(worlds, images, n);
     fill_row(row, r, c);
     report.buckets = r.buckets;
     row.speedup = row.images_per_s / base.images_per_s;
@@ -185,14 +191,20 @@ std::optional<Report> run_in_job(const Config& c) {
     base.global_batch = c.batch_per_rank;
     const RankResult plain = run_rank(c, images, base.global_batch, group->device(), nullptr);
     report.parameters = plain.parameters;
+    report.config.warmup = plain.warmup_steps;
     fill_row(base, plain, report.config);
     base.speedup = base.efficiency = 1.0;
   }
-  group->barrier()->wait();  // the others wait for rank 0's baseline (the group's deadline applies)
+  // The others wait for rank 0's baseline (the group's deadline applies), then warm up as long.
+  const Tensor warmup = from_vector(std::vector<int64_t>{report.config.warmup}).to(group->device());
+  group->broadcast(warmup, 0)->wait();
+  Config job = c;
+  job.warmup = static_cast<int>(warmup.to_vector<int64_t>()[0]);
+  report.config.warmup = job.warmup;
   Row row;
   row.world_size = n;
   row.global_batch = c.batch_per_rank * n;
-  const RankResult r = run_rank(c, images, c.batch_per_rank, group->device(), group);
+  const RankResult r = run_rank(job, images, c.batch_per_rank, group->device(), group);
   if (group->rank() != 0) return std::nullopt;
   fill_row(row, r, report.config);
   row.speedup = row.images_per_s / report.baseline.images_per_s;

@@ -29,6 +29,10 @@ struct Config {
   bool strong = false;               // strong: the global batch of the largest world, split
   int steps = 300;
   int warmup = 50;
+  // The plain model's warm-up also lasts at least this long (an idle GPU takes a moment to
+  // reach its clocks; 50 steps of a small CNN are 25 ms); every DDP world then warms up for
+  // as many steps as the plain model took, all ranks alike.
+  double warmup_seconds = 2.0;
   std::string precision = "tf32";    // fp32 or tf32 (cuDNN convolutions)
   std::string data = "synthetic";    // or a folder of photographs (train/ and val/, or class folders)
   int workers = 2;                   // loader threads per rank with a folder

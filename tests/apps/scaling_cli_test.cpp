@@ -81,7 +81,7 @@ TEST(ScalingCli, TheCiCommandWritesEveryFieldWithZeroDifferingRanks) {
 TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
   const fs::path out = fresh_dir("processes");
   std::string output;
-  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 4 --warmup 1 --batch-per-gpu 8 --launch processes --out " +
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 4 --warmup 1 --warmup-seconds 0.2 --batch-per-gpu 8 --launch processes --out " +
                             out.string(), &output), 0) << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 2);
@@ -97,7 +97,7 @@ TEST(ScalingCli, UnderALauncherItMeasuresTheJobsOwnSize) {
   const fs::path out = fresh_dir("job");
   std::string output;
   const std::string job = "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(29000 + getpid() % 1000) + " ";
-  ASSERT_EQ(run_scaling_with(job, "--device cpu --steps 3 --warmup 1 --out " + out.string(), &output), 0) << output;
+  ASSERT_EQ(run_scaling_with(job, "--device cpu --steps 3 --warmup 1 --warmup-seconds 0 --out " + out.string(), &output), 0) << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 1);
   EXPECT_EQ(j.at("launch"), "env");

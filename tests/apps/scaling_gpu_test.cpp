@@ -18,6 +18,7 @@ scaling::Config small_gpu_run(scaling::Placement placement, std::vector<int> wor
   c.batch_per_rank = 8;
   c.steps = 5;
   c.warmup = 2;
+  c.warmup_seconds = 0.5;
   return c;
 }
 

@@ -20,6 +20,7 @@ scaling::Config small_cpu_run() {
   c.batch_per_rank = 4;
   c.steps = 3;
   c.warmup = 1;
+  c.warmup_seconds = 0;
   return c;
 }
 
