@@ -92,6 +92,12 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
     command.insert(command.end(), {"--rank-warmup", std::to_string(c.warmup)});
     return rank_result_from_json(run_rank_processes(command, n, path, c.rank_timeout_s), path);
   }
+  if (n == 1 && c.placement == Placement::Gpus) {
+    // One rank in this thread on this stream, exactly as the plain baseline ran: the row is
+    // DDP's own cost and nothing else (a spawned rank has its own thread and stream).
+    const dist::GroupPtr group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
+    return run_rank(c, images, batch, cuda_device(0), group);
+  }
   RankResult result;
   std::mutex mutex;
   dist::SpawnOptions options;
