@@ -175,60 +175,119 @@ ImageSource load_images(const std::string& data, int threads) {
   return source;
 }
 
+namespace {
+
+// One model in training on one rank: the plain model, or the same wrapped in DDP over a group.
+class Trainee {
+ public:
+  Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group)
+      : device_(device) {
+    {
+      Generator weights(1);  // the same weights everywhere (DDP would send rank 0's anyway)
+      GeneratorGuard guard(weights);
+      model_ = make_model(c.model);
+    }
+    model_->to(device);
+    model_->train();
+    result.parameters = model_->num_parameters(true);
+    if (group) {
+      ddp_ = std::make_shared<dist::DistributedDataParallel>(model_, group);
+      result.buckets = ddp_->buckets();
+    }
+    adam_ = std::make_unique<optim::Adam>(trained().parameters(), optim::GroupOptions().with_lr(1e-3));
+    batches_ = std::make_unique<Batches>(source, batch, device, c.workers,
+                                         group ? data::Shard{group->rank(), group->size()} : data::Shard{});
+  }
+
+  nn::Module& trained() { return ddp_ ? static_cast<nn::Module&>(*ddp_) : *model_; }
+
+  // One training step; returns the host's wait for its batch.
+  double step() {
+    const double waited = batches_->next(images_, labels_);
+    adam_->zero_grad();
+    nn::binary_cross_entropy_with_logits(trained().forward(images_), labels_).backward();
+    adam_->step();
+    return waited;
+  }
+
+  void synchronize() {
+    if (device_.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device_.index));
+  }
+
+  // At least `steps` steps, and while `seconds` have not passed.
+  void warm_up(int steps, double seconds) {
+    const Clock::time_point start = Clock::now();
+    for (; result.warmup_steps < steps; ++result.warmup_steps) step();
+    synchronize();
+    while (ms_since(start) < 1e3 * seconds) {
+      for (int i = 0; i < 10; ++i, ++result.warmup_steps) step();
+      synchronize();
+    }
+    if (ddp_) ddp_->time_exposed_communication(true);
+  }
+
+  // `steps` timed steps; their times are read by finish().
+  void timed_block(int steps) {
+    clocks_.push_back(std::make_unique<StepClock>(device_, steps));
+    StepClock& clock = *clocks_.back();
+    clock.mark(0);
+    for (int i = 0; i < steps; ++i) {
+      result.loader_wait_ms.push_back(step());
+      clock.mark(i + 1);
+    }
+  }
+
+  // The step times of every block, then for DDP the stalls, the isolated all-reduces and the
+  // parameter hash across the ranks.
+  RankResult finish(const dist::GroupPtr& group) {
+    for (const auto& clock : clocks_) {
+      const std::vector<double> ms = clock->step_ms();
+      result.step_ms.insert(result.step_ms.end(), ms.begin(), ms.end());
+    }
+    if (ddp_) {
+      result.exposed_comm_ms = ddp_->exposed_communication_ms();
+      ddp_->time_exposed_communication(false);
+      result.comm_ms = isolated_comm_ms(*group, result.buckets);
+      result.differing_ranks = count_differing_ranks(*group, *model_);
+    }
+    return result;
+  }
+
+  RankResult result;
+
+ private:
+  Device device_;
+  std::shared_ptr<nn::Module> model_;
+  std::shared_ptr<dist::DistributedDataParallel> ddp_;
+  std::unique_ptr<optim::Adam> adam_;
+  std::unique_ptr<Batches> batches_;
+  Tensor images_, labels_;
+  std::vector<std::unique_ptr<StepClock>> clocks_;
+};
+
+}  // namespace
+
 RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, Device device,
                     const dist::GroupPtr& group) {
-  RankResult result;
-  std::shared_ptr<nn::Module> model;
-  {
-    Generator weights(1);  // the same weights everywhere (DDP would send rank 0's anyway)
-    GeneratorGuard guard(weights);
-    model = make_model(c.model);
-  }
-  model->to(device);
-  model->train();
-  result.parameters = model->num_parameters(true);
-  std::shared_ptr<dist::DistributedDataParallel> ddp;
-  if (group) {
-    ddp = std::make_shared<dist::DistributedDataParallel>(model, group);
-    result.buckets = ddp->buckets();
-  }
-  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
-  optim::Adam adam(trained.parameters(), optim::GroupOptions().with_lr(1e-3));
-  Batches batches(source, batch, device, c.workers, group ? data::Shard{group->rank(), group->size()} : data::Shard{});
+  Trainee t(c, source, batch, device, group);
+  t.warm_up(c.warmup, group ? 0.0 : c.warmup_seconds);
+  t.timed_block(c.steps);
+  return t.finish(group);
+}
 
-  Tensor images, labels;
-  auto step = [&] {
-    const double waited = batches.next(images, labels);
-    adam.zero_grad();
-    nn::binary_cross_entropy_with_logits(trained.forward(images), labels).backward();
-    adam.step();
-    return waited;
-  };
-  const Clock::time_point warmup_start = Clock::now();
-  auto synchronize = [&] {
-    if (device.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device.index));
-  };
-  for (; result.warmup_steps < c.warmup; ++result.warmup_steps) step();
-  synchronize();
-  while (!group && ms_since(warmup_start) < 1e3 * c.warmup_seconds) {
-    for (int i = 0; i < 10; ++i, ++result.warmup_steps) step();
-    synchronize();
+std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const ImageSource& source, int64_t batch,
+                                                        Device device, const dist::GroupPtr& group) {
+  Trainee plain(c, source, batch, device, nullptr), ddp(c, source, batch, device, group);
+  plain.warm_up(c.warmup, c.warmup_seconds);
+  ddp.warm_up(c.warmup, 0.0);  // every rank the same count: its steps are collectives
+  constexpr int kBlocks = 6;
+  for (int b = 0; b < kBlocks; ++b) {
+    const int steps = c.steps / kBlocks + (b < c.steps % kBlocks ? 1 : 0);
+    if (steps == 0) continue;
+    plain.timed_block(steps);
+    ddp.timed_block(steps);
   }
-  if (ddp) ddp->time_exposed_communication(true);
-  StepClock clock(device, c.steps);
-  clock.mark(0);
-  for (int i = 0; i < c.steps; ++i) {
-    result.loader_wait_ms.push_back(step());
-    clock.mark(i + 1);
-  }
-  result.step_ms = clock.step_ms();
-  if (ddp) {
-    result.exposed_comm_ms = ddp->exposed_communication_ms();
-    ddp->time_exposed_communication(false);
-    result.comm_ms = isolated_comm_ms(*group, result.buckets);
-    result.differing_ranks = count_differing_ranks(*group, *model);
-  }
-  return result;
+  return {plain.finish(nullptr), ddp.finish(group)};
 }
 
 std::string rank_result_json(const RankResult& r) {

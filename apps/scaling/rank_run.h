@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <loom/loom.h>
@@ -47,6 +48,12 @@ RankResult run_rank(const Config& config, const ImageSource& images, int64_t bat
 // How many ranks' parameters (an FNV-1a hash of their bytes) differ from rank 0's; every rank
 // gets the count.
 int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model);
+
+// The plain model and the DDP one on the same rank, timed in alternating blocks (plain, DDP,
+// plain, ...) so that whatever the machine does meanwhile (clocks, other tenants) falls on both
+// alike: how the one-rank row is measured against its baseline.
+std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& config, const ImageSource& images,
+                                                        int64_t batch, Device device, const dist::GroupPtr& group);
 
 // What a rank process hands back to loom-scaling: rank 0's RankResult as JSON.
 std::string rank_result_json(const RankResult& result);

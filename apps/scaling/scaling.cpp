@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <tuple>
 
 #include "process_launch.h"
 #include "rank_run.h"
@@ -92,12 +93,6 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
     command.insert(command.end(), {"--rank-warmup", std::to_string(c.warmup)});
     return rank_result_from_json(run_rank_processes(command, n, path, c.rank_timeout_s), path);
   }
-  if (n == 1 && c.placement == Placement::Gpus) {
-    // One rank in this thread on this stream, exactly as the plain baseline ran: the row is
-    // DDP's own cost and nothing else (a spawned rank has its own thread and stream).
-    const dist::GroupPtr group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
-    return run_rank(c, images, batch, cuda_device(0), group);
-  }
   RankResult result;
   std::mutex mutex;
   dist::SpawnOptions options;
@@ -109,6 +104,21 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
     result = std::move(mine);
   }, options);
   return result;
+}
+
+// The plain model and DDP over a group of one, in this thread and on this stream for a GPU (as
+// the plain model alone would run), timed in alternating blocks: the row is DDP's own cost.
+std::pair<RankResult, RankResult> world_of_one_beside_plain(const Config& c, const ImageSource& images,
+                                                            int64_t batch) {
+  if (c.placement != Placement::Cpu) {
+    const dist::GroupPtr group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
+    return run_rank_beside_plain(c, images, batch, cuda_device(0), group);
+  }
+  std::pair<RankResult, RankResult> results;
+  dist::spawn(1, kCPU, [&](dist::ProcessGroup& g) {
+    results = run_rank_beside_plain(c, images, batch, kCPU, g.shared_from_this());
+  });
+  return results;
 }
 
 std::string utc_now() {
@@ -146,12 +156,21 @@ Report run(const Config& c) {
   report.config = c;
   report.date = utc_now();
 
-  // The baseline: the plain model, no wrapper, on one device, with the one-rank batch.
+  // The baseline: the plain model, no wrapper, on one device, with the one-rank batch; with a
+  // world of one asked for, timed in blocks alternating with that world's DDP steps.
   Row& base = report.baseline;
   base.world_size = 1;
   base.note = "plain model";
   base.global_batch = rank_batch(c, 1);
-  const RankResult plain = run_rank(c, images, base.global_batch, base_device(c), nullptr);
+  std::optional<RankResult> one_rank;
+  const bool paired = c.launch == "threads" &&
+                      std::find(c.world_sizes.begin(), c.world_sizes.end(), 1) != c.world_sizes.end();
+  RankResult plain;
+  if (paired) {
+    std::tie(plain, one_rank) = world_of_one_beside_plain(c, images, base.global_batch);
+  } else {
+    plain = run_rank(c, images, base.global_batch, base_device(c), nullptr);
+  }
   report.parameters = plain.parameters;
   fill_row(base, plain, c);
   base.speedup = base.efficiency = 1.0;
@@ -169,7 +188,8 @@ Report run(const Config& c) {
       continue;
     }
     if (c.placement == Placement::OneGpu && n > 1) row.note = "ranks share one GPU: not a multi-GPU speedup";
-    const RankResult r = run_world(worlds, images, n);
+    if (n == 1 && one_rank) row.note = "timed alternating with the plain model";
+    const RankResult r = n == 1 && one_rank ? *one_rank : run_world(worlds, images, n);
     fill_row(row, r, c);
     report.buckets = r.buckets;
     row.speedup = row.images_per_s / base.images_per_s;

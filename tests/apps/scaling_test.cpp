@@ -51,6 +51,7 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
     EXPECT_FALSE(r.usd_per_million_images.has_value()) << "CPU ranks use no GPU to price";
   }
   EXPECT_GT(*report.rows[1].comm_ms, 0.0) << "two ranks really all-reduce";
+  EXPECT_EQ(report.rows[0].note, "timed alternating with the plain model");
   EXPECT_EQ(report.buckets.size(), 1u);  // seed_cnn's 1.6 MB of gradients: one bucket
   const std::string text = scaling::report_text(report);
   for (const char* part : {"# model seed_cnn (410753 parameters)", "weak scaling, batch 4 per rank",
@@ -80,6 +81,24 @@ TEST(Scaling, TheParameterHashSeesRanksThatDiffer) {
   });
   EXPECT_EQ(counts, (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(same, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Scaling, ThePlainModelAndDdpAlternateInBlocksOfTheSameSteps) {
+  scaling::Config c = small_cpu_run();
+  c.steps = 7;  // six blocks: one of two steps, five of one
+  std::pair<scaling::RankResult, scaling::RankResult> results;
+  dist::spawn(1, kCPU, [&](dist::ProcessGroup& g) {
+    results = scaling::run_rank_beside_plain(c, scaling::ImageSource{}, 4, kCPU, g.shared_from_this());
+  });
+  const auto& [plain, ddp] = results;
+  EXPECT_EQ(plain.step_ms.size(), 7u);
+  EXPECT_EQ(ddp.step_ms.size(), 7u);
+  EXPECT_EQ(ddp.exposed_comm_ms.size(), 7u) << "every timed DDP step, no warm-up one";
+  EXPECT_TRUE(plain.exposed_comm_ms.empty());
+  EXPECT_FALSE(plain.comm_ms.has_value());
+  EXPECT_TRUE(ddp.comm_ms.has_value());
+  EXPECT_EQ(ddp.warmup_steps, 1);
+  EXPECT_GE(plain.warmup_steps, 1);
 }
 
 TEST(Scaling, StrongScalingSplitsTheLargestWorldsGlobalBatch) {
