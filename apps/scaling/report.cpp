@@ -22,6 +22,21 @@ std::string command_output(const char* command) {
   return out;
 }
 
+// nvidia-smi topo -m's matrix without its terminal colour codes and without the legend that
+// follows it.
+std::string topology_lines() {
+  const std::string raw = command_output("nvidia-smi topo -m 2>/dev/null");
+  std::string plain;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\x1b') {  // ESC [ ... m
+      while (i < raw.size() && raw[i] != 'm') ++i;
+      continue;
+    }
+    plain += raw[i];
+  }
+  return plain.substr(0, plain.find("Legend"));
+}
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // "NVIDIA H200, 580.65" per GPU.
@@ -96,8 +111,10 @@ std::string report_text(const Report& report) {
       << (built_with_cuda() ? cuda_library_versions() + ", " : "") << "NCCL " << dist::nccl_version() << "\n";
   std::istringstream gpus(gpu_lines());
   for (std::string line; std::getline(gpus, line);) out << "#   GPU " << line << "\n";
-  std::istringstream topology(command_output("nvidia-smi topo -m 2>/dev/null"));
-  for (std::string line; std::getline(topology, line);) out << "#   " << line << "\n";
+  std::istringstream topology(topology_lines());
+  for (std::string line; std::getline(topology, line);) {
+    if (line.find_first_not_of(" \t") != std::string::npos) out << "#   " << line << "\n";
+  }
   out << "# model " << c.model << " (" << report.parameters << " parameters), precision "
       << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision) << ", "
       << (c.data == "synthetic" ? "synthetic 64x64 images" : "photographs from " + c.data + " (64x64, torchvision augmentation)")
