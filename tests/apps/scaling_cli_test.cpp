@@ -120,19 +120,20 @@ TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
   EXPECT_NE(output.find("--time-to-accuracy trains on photographs: give --data DIR"), std::string::npos) << output;
 }
 
-// run_rank_processes with a shell for the rank program: "$RANK" picks what each rank does.
+// run_rank_processes with a shell for the rank program: "$RANK" picks what each rank does
+// ("exec sleep": the process stopped is the one that sleeps, as a rank's is).
 std::vector<std::string> shell_ranks(const std::string& script) { return {"/bin/sh", "-c", script, "rank"}; }
 
 TEST(ScalingRankProcesses, OneRankFailingStopsTheOthersAndNamesIt) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 1 ] && exit 3; sleep 60"), 2,
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 1 ] && exit 3; exec sleep 60"), 2,
                                                 (fresh_dir("fail") += ".json").string(), 120),
                     "rank 1 of 2 exited with status 3");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "rank 0 was not left to sleep";
 }
 
 TEST(ScalingRankProcesses, AHangIsStoppedAtTheTimeout) {
-  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("sleep 60"), 2, (fresh_dir("hang") += ".json").string(), 1),
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exec sleep 60"), 2, (fresh_dir("hang") += ".json").string(), 1),
                     "did not finish within 1 s");
 }
 
