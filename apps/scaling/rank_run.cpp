@@ -214,8 +214,9 @@ class Trainee {
     if (device_.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device_.index));
   }
 
-  // At least `steps` steps, and while `seconds` have not passed.
-  void warm_up(int steps, double seconds) {
+  // At least `steps` steps, and while `seconds` have not passed; then DDP's stall timer is
+  // readied for `timed` steps.
+  void warm_up(int steps, double seconds, int timed) {
     const Clock::time_point start = Clock::now();
     for (; result.warmup_steps < steps; ++result.warmup_steps) step();
     synchronize();
@@ -223,7 +224,7 @@ class Trainee {
       for (int i = 0; i < 10; ++i, ++result.warmup_steps) step();
       synchronize();
     }
-    if (ddp_) ddp_->time_exposed_communication(true);
+    if (ddp_) ddp_->time_exposed_communication(true, timed);
   }
 
   // `steps` timed steps; their times are read by finish().
@@ -270,7 +271,7 @@ class Trainee {
 RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, Device device,
                     const dist::GroupPtr& group) {
   Trainee t(c, source, batch, device, group);
-  t.warm_up(c.warmup, group ? 0.0 : c.warmup_seconds);
+  t.warm_up(c.warmup, group ? 0.0 : c.warmup_seconds, c.steps);
   t.timed_block(c.steps);
   return t.finish(group);
 }
@@ -278,8 +279,8 @@ RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, D
 std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const ImageSource& source, int64_t batch,
                                                         Device device, const dist::GroupPtr& group) {
   Trainee plain(c, source, batch, device, nullptr), ddp(c, source, batch, device, group);
-  plain.warm_up(c.warmup, c.warmup_seconds);
-  ddp.warm_up(c.warmup, 0.0);  // every rank the same count: its steps are collectives
+  plain.warm_up(c.warmup, c.warmup_seconds, c.steps);
+  ddp.warm_up(c.warmup, 0.0, c.steps);  // every rank the same count: its steps are collectives
   constexpr int kBlocks = 6;
   for (int b = 0; b < kBlocks; ++b) {
     const int steps = c.steps / kBlocks + (b < c.steps % kBlocks ? 1 : 0);

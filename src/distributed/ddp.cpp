@@ -274,11 +274,11 @@ const std::vector<BucketInfo>& DistributedDataParallel::buckets() const { return
 
 DdpStepStats DistributedDataParallel::last_step() const { return reducer_->last; }
 
-void DistributedDataParallel::time_exposed_communication(bool on) {
+void DistributedDataParallel::time_exposed_communication(bool on, int steps) {
   if (!on) {
     reducer_->stall_timer.reset();
   } else if (!reducer_->stall_timer) {
-    reducer_->stall_timer = std::make_unique<StallTimer>(group_->device());
+    reducer_->stall_timer = std::make_unique<StallTimer>(group_->device(), steps);
   }
 }
 

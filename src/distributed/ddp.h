@@ -70,8 +70,9 @@ class DistributedDataParallel : public nn::Module {
   // the compute stream stalls at its end waiting for the buckets' all-reduces: the
   // communication that backward did not hide (device events on a GPU, so the step is not
   // slowed by a host wait; the host clock on the CPU). exposed_communication_ms() returns those
-  // stalls since its last call, in order, waiting for the last one on a GPU.
-  void time_exposed_communication(bool on);
+  // stalls since its last call, in order, waiting for the last one on a GPU. `steps`: how many
+  // backwards will be timed, so that their events are made now and not inside the steps.
+  void time_exposed_communication(bool on, int steps = 0);
   std::vector<double> exposed_communication_ms();
 
   // While a NoSync lives, backward only accumulates gradients locally (gradient accumulation);

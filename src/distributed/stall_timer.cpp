@@ -10,7 +10,16 @@ struct StallTimer::Mark {
   std::chrono::steady_clock::time_point host_begin, host_end;  // the CPU's
 };
 
-StallTimer::StallTimer(Device device) : device_(device) {}
+StallTimer::StallTimer(Device device, int reserve) : device_(device) {
+  for (int i = 0; i < reserve; ++i) {
+    auto mark = std::make_unique<Mark>();
+    if (device_.is_cuda()) {
+      mark->begin = std::make_unique<cuda::Event>(device_.index);
+      mark->end = std::make_unique<cuda::Event>(device_.index);
+    }
+    spare_.push_back(std::move(mark));
+  }
+}
 StallTimer::~StallTimer() = default;
 
 void StallTimer::begin() {

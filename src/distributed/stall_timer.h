@@ -18,7 +18,8 @@ namespace loom::dist {
 
 class StallTimer {
  public:
-  explicit StallTimer(Device device);
+  // `reserve` stretches' events are made now, so that timing them creates nothing mid-step.
+  explicit StallTimer(Device device, int reserve = 0);
   ~StallTimer();
   StallTimer(const StallTimer&) = delete;
   StallTimer& operator=(const StallTimer&) = delete;
