@@ -12,6 +12,14 @@
 
 namespace loom::testing {
 
+// How much slower a sanitizer build runs: time limits of "within 2 s" checks are multiplied by
+// it (a wide spec's build ran 36x slower under ASan).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr double kSlowdown = 50;
+#else
+inline constexpr double kSlowdown = 1;
+#endif
+
 // Skips the current test, saying why, unless a CUDA device is usable.
 #define LOOM_REQUIRE_CUDA()                                                              \
   do {                                                                                   \

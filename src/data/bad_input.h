@@ -20,7 +20,7 @@ class BadSample : public Error {
 };
 
 // Writes "loom::data: warning: <message>" as one line on stderr (one write, so lines from
-// several worker threads never interleave).
+// several worker threads never interleave), control characters shown as \xNN.
 void warn(const std::string& message);
 
 }  // namespace loom::data

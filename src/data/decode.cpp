@@ -1,11 +1,11 @@
-// Format sniffing, file reading, the size guard and the final resize shared by both decoders.
+// Format sniffing, file reading, the size guards and the final resize shared by both decoders.
 #include "data/decode.h"
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <vector>
+#include <utility>
+
+#include "data/input_file.h"
 
 namespace loom::data {
 
@@ -21,6 +21,18 @@ void check_declared_size(const std::string& name, const char* format, int64_t he
                            " pixels, over the limit of ", options.max_pixels,
                            " (DecodeOptions::max_pixels)"));
   }
+}
+
+int64_t check_decoded_bytes(const std::string& name, const char* format, int64_t height,
+                            int64_t width, int bytes_per_pixel, const DecodeOptions& options) {
+  // height * width <= max_pixels already, so the product cannot overflow.
+  const int64_t bytes = height * width * bytes_per_pixel;
+  if (bytes > options.max_decode_bytes) {
+    throw BadSample(::loom::detail::concat(name, ": ", format, " of ", width, "x", height, " pixels needs ", bytes,
+                                           " bytes to decode (", bytes_per_pixel, " per pixel), over the limit of ",
+                                           options.max_decode_bytes, " (DecodeOptions::max_decode_bytes)"));
+  }
+  return bytes;
 }
 
 Tensor finish_decode(Tensor image, const DecodeOptions& options) {
@@ -44,7 +56,16 @@ Tensor decode_image(const uint8_t* data, size_t size, const std::string& name,
   LOOM_CHECK((options.height == 0) == (options.width == 0) && options.height >= 0 && options.width >= 0,
              "decode_image: target size must be both positive or both 0, got ", options.height, "x",
              options.width);
-  LOOM_CHECK(options.max_pixels > 0, "decode_image: max_pixels must be positive, got ", options.max_pixels);
+  const std::pair<const char*, int64_t> limits[] = {{"max_pixels", options.max_pixels},
+                                                    {"max_decode_bytes", options.max_decode_bytes},
+                                                    {"max_jpeg_scans", options.max_jpeg_scans},
+                                                    {"max_decode_work", options.max_decode_work}};
+  for (const auto& [limit, value] : limits) {
+    LOOM_CHECK(value > 0, "decode_image: ", limit, " must be positive, got ", value);
+  }
+  LOOM_CHECK(options.height <= options.max_pixels / std::max<int64_t>(options.width, 1), "decode_image: target size ",
+             options.height, "x", options.width, " is over the limit of ", options.max_pixels,
+             " pixels (DecodeOptions::max_pixels)");
   if (size == 0) throw BadSample(::loom::detail::concat(name, ": empty file (0 bytes)"));
   static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
   if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
@@ -55,11 +76,14 @@ Tensor decode_image(const uint8_t* data, size_t size, const std::string& name,
 }
 
 Tensor load_image(const std::string& path, const DecodeOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BadSample(::loom::detail::concat(path, ": cannot open the file for reading"));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw BadSample(::loom::detail::concat(path, ": read error"));
-  return decode_image(bytes.data(), bytes.size(), path, options);
+  LOOM_CHECK(options.max_file_bytes > 0, "load_image: max_file_bytes must be positive, got ", options.max_file_bytes);
+  std::string bytes;
+  try {
+    bytes = read_input_file(path, static_cast<uint64_t>(options.max_file_bytes), "DecodeOptions::max_file_bytes");
+  } catch (const Error& e) {
+    throw BadSample(e.what());  // the loader skips an unreadable file as it skips a corrupt one
+  }
+  return decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path, options);
 }
 
 }  // namespace loom::data

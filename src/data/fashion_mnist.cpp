@@ -1,11 +1,15 @@
 // IDX reading through zlib's gzread, which passes uncompressed files through unchanged.
 #include "data/fashion_mnist.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include <zlib.h>
+
+#include "data/input_file.h"
 
 namespace loom::data {
 
@@ -13,8 +17,13 @@ using ::loom::detail::concat;
 
 namespace detail {
 
+constexpr int64_t kMaxIdxBytes = int64_t{1} << 28;
+
 IdxFile read_idx(const std::string& path, uint32_t magic) {
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
+  // Through the checked opener: a FIFO or a device named like the file is an error, not a hang.
+  const int fd = open_input_file(path, uint64_t{1} << 30, "FashionMnist's file size limit");
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzdopen(fd, "rb"), gzclose);
+  if (file == nullptr) ::close(fd);
   LOOM_CHECK(file != nullptr, "FashionMnist: cannot open ", path);
   auto read_exact = [&](void* out, size_t n, const char* what) {
     size_t done = 0;
@@ -41,7 +50,10 @@ IdxFile read_idx(const std::string& path, uint32_t magic) {
     read_exact(b, 4, "the dimensions");
     idx.dims.push_back(be32(b));
     total *= idx.dims.back();
-    LOOM_CHECK(total <= (int64_t{1} << 31), "FashionMnist: ", path, " declares too many bytes");
+    // Checked per dimension, before the allocation: a few bytes of header must not allocate
+    // gigabytes. The limit is 5x Fashion-MNIST's training images (47 MB).
+    LOOM_CHECK(total <= kMaxIdxBytes, "FashionMnist: ", path, " declares ", total, " bytes, over the limit of ",
+               kMaxIdxBytes);
   }
   idx.data.resize(static_cast<size_t>(total));
   read_exact(idx.data.data(), idx.data.size(), "the data");

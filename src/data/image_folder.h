@@ -1,6 +1,7 @@
 // ImageFolder: photographs on disk, one class per sub-folder (Keras' flow_from_directory and
 // torchvision's ImageFolder) or Kaggle's flat folder where the class is the file name's prefix
-// (train/cat.123.jpg). Files are decoded on each get(); wrap in InMemoryDataset to decode once.
+// (train/cat.123.jpg). Files are decoded on each get() (and one per class when scanning, to
+// prove the class usable); wrap in InMemoryDataset to decode once.
 #pragma once
 
 #include <string>
@@ -20,9 +21,12 @@ enum class FolderLayout {
 struct ImageFolderOptions {
   FolderLayout layout = FolderLayout::ClassFolders;
   DecodeOptions decode;
-  // While scanning: an empty or unreadable class folder, or a flat-layout file without a class
-  // prefix, is a warning (Skip) or an error (Throw). A missing root, or no image at all, is
-  // always an error.
+  // While scanning: an entry with an image's name that is not a regular file (a folder, a
+  // FIFO), or a flat-layout file without a class prefix, is a warning (Skip) or an error
+  // (Throw). A missing root, no image at all, or a class folder that cannot be read, is empty
+  // or has no image that decodes is always an error: training without the class would make a
+  // model that never predicts it. Each class's images are decoded in order until one succeeds
+  // (in Throw mode the first that fails is the error); the loader meets the others' failures.
   OnBadInput on_bad_input = OnBadInput::Skip;
 };
 
@@ -41,6 +45,7 @@ class ImageFolder : public Dataset {
  private:
   void scan_class_folders();
   void scan_flat();
+  void check_every_class_decodes() const;
   void bad_entry(const std::string& message) const;  // warns or throws, per on_bad_input
 
   std::string root_;

@@ -2,6 +2,7 @@
 // return, so it longjmps back to decode_jpeg; everything that must survive the jump lives on
 // the heap (JpegState), and no C++ object with a destructor is created between setjmp and the
 // calls that may jump.
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@ struct ErrorManager {
   jpeg_error_mgr pub;
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool over_limit = false;  // `message` is one of loom's limits, not libjpeg's complaint
 };
 
 [[noreturn]] void on_error(j_common_ptr cinfo) {
@@ -36,9 +38,42 @@ void on_message(j_common_ptr cinfo, int level) {
   if (level < 0 && (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER)) on_error(cinfo);
 }
 
+// libjpeg calls the progress monitor before each row of each scan it reads, which is where the
+// scan count and the work (scans x pixels) are checked: a crafted progressive file can repeat
+// a scan thousands of times, each one decoding the whole image again.
+struct ScanLimits {
+  jpeg_progress_mgr pub;
+  int max_scans;
+  int64_t max_work;
+};
+
+void on_progress(j_common_ptr common) {
+  auto* cinfo = reinterpret_cast<j_decompress_ptr>(common);
+  const auto* limits = reinterpret_cast<const ScanLimits*>(cinfo->progress);
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  const int scans = cinfo->input_scan_number;
+  const int64_t pixels = int64_t{cinfo->image_width} * cinfo->image_height;
+  // snprintf, not a std::string: nothing with a destructor may live across the longjmp.
+  if (scans > limits->max_scans) {
+    std::snprintf(err->message, sizeof(err->message),
+                  "JPEG has more than %d scans (DecodeOptions::max_jpeg_scans; a normal "
+                  "progressive file has about 10)", limits->max_scans);
+  } else if (scans * pixels > limits->max_work) {
+    std::snprintf(err->message, sizeof(err->message),
+                  "JPEG needs more decoding work than its size warrants: %d scans of %ux%u pixels "
+                  "are over the limit of %lld pixel-scans (DecodeOptions::max_decode_work)",
+                  scans, cinfo->image_width, cinfo->image_height, static_cast<long long>(limits->max_work));
+  } else {
+    return;
+  }
+  err->over_limit = true;
+  longjmp(err->jump, 1);
+}
+
 struct JpegState {
   jpeg_decompress_struct cinfo{};
   ErrorManager err{};
+  ScanLimits limits{};
   Tensor pixels;  // here, not a local: a local assigned after setjmp is unspecified after a jump
   bool created = false;
   ~JpegState() {
@@ -108,10 +143,21 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
   state->err.pub.error_exit = on_error;
   state->err.pub.emit_message = on_message;
   if (setjmp(state->err.jump)) {
+    const int code = state->err.pub.msg_code;
+    if (state->err.over_limit) throw BadSample(::loom::detail::concat(name, ": ", state->err.message));
+    if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY) {
+      // libjpeg ran into max_memory_to_use (its coefficient buffer would not fit).
+      throw BadSample(::loom::detail::concat(name, ": JPEG needs more decoder memory than the limit of ",
+                                             options.max_decode_bytes, " bytes (DecodeOptions::max_decode_bytes)"));
+    }
     throw BadSample(::loom::detail::concat(name, ": not a readable JPEG (", state->err.message, ")"));
   }
   jpeg_create_decompress(cinfo);
   state->created = true;
+  state->limits.pub.progress_monitor = on_progress;
+  state->limits.max_scans = options.max_jpeg_scans;
+  state->limits.max_work = options.max_decode_work;
+  cinfo->progress = &state->limits.pub;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
   detail::check_declared_size(name, "JPEG", cinfo->image_height, cinfo->image_width, options);
@@ -123,6 +169,12 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
                                           options.width);
     cinfo->scale_denom = 8;
   }
+  jpeg_calc_output_dimensions(cinfo);
+  // The output buffer (and the RGB copy of CMYK) out of the memory limit, the rest for libjpeg,
+  // which fails rather than allocate past max_memory_to_use (it has no backing store).
+  const int64_t output_bytes = detail::check_decoded_bytes(name, "JPEG", cinfo->output_height, cinfo->output_width,
+                                                           cmyk ? 4 + 3 : 3, options);
+  cinfo->mem->max_memory_to_use = std::max<long>(static_cast<long>(options.max_decode_bytes - output_bytes), 1);
   jpeg_start_decompress(cinfo);
   const int64_t h = cinfo->output_height, w = cinfo->output_width;
   const int channels = cinfo->output_components;

@@ -52,6 +52,9 @@ InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadIn
   if (skipped_ > 0) {
     warn(::loom::detail::concat("InMemoryDataset: skipped ", skipped_, " of ", n, " samples"));
   }
+  // Skipping is for the odd bad file; a dataset of nothing is not what anyone meant to train on.
+  LOOM_CHECK(n == 0 || !examples_.empty(), "InMemoryDataset: none of the ", n,
+             " samples could be used (every one was skipped; the warnings above say why)");
 }
 
 Example InMemoryDataset::get(int64_t index) const {

@@ -13,7 +13,7 @@ namespace loom::data {
 class InMemoryDataset : public Dataset {
  public:
   // Samples that throw BadSample are left out with a warning (Skip) or end the construction
-  // (Throw); skipped() counts them.
+  // (Throw); skipped() counts them. A source none of whose samples can be used is an error.
   InMemoryDataset(const Dataset& source, int num_threads = 1,
                   OnBadInput on_bad_input = OnBadInput::Skip);
 

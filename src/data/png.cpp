@@ -112,9 +112,14 @@ Tensor decode_png(const uint8_t* data, size_t size, const std::string& name,
   png_structp png = state->png;
   png_infop info = state->info;
   png_set_read_fn(png, state.get(), read_bytes);
+  // Every ancillary chunk but tRNS is skipped unread: the pixels need none of them (no colour
+  // management, as in PIL's convert('RGB')), and compressed text or ICC chunks are a way to
+  // make a small file inflate gigabytes.
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, nullptr, -1);
   png_read_info(png, info);
   const int64_t h = png_get_image_height(png, info), w = png_get_image_width(png, info);
   detail::check_declared_size(name, "PNG", h, w, options);
+  detail::check_decoded_bytes(name, "PNG", h, w, 3, options);
 
   // Everything to 8-bit RGB: palette and low-bit gray expand, 16-bit strips, alpha is dropped
   // (PIL's convert('RGB') drops it too), gray is replicated.

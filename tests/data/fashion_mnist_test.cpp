@@ -1,7 +1,11 @@
-// FashionMnist: IDX files written by the test (uncompressed), their error cases, and the real
-// gzipped files of Debian's dataset-fashion-mnist when installed.
+// FashionMnist: IDX files written by the test (uncompressed), their error cases (hostile ones
+// within a deadline and a memory bound), and the real gzipped files of Debian's
+// dataset-fashion-mnist when installed.
+#include <sys/stat.h>
+
 #include <filesystem>
 
+#include "bounded_child.h"
 #include "data/encode.h"
 #include "data/fashion_mnist.h"
 #include "data_testing.h"
@@ -62,6 +66,19 @@ TEST(FashionMnist, BadFilesNameTheFile) {
   EXPECT_LOOM_ERROR(FashionMnist(dir.path()), "holds label 12, expected 0..9");
   write_file(labels, {});
   EXPECT_LOOM_ERROR(FashionMnist(dir.path()), "truncated or corrupt (reading the magic number");
+}
+
+TEST(FashionMnist, HostileFilesEndInAnErrorWithinBounds) {
+  TempDir dir;
+  write_small_set(dir, "t10k");
+  const std::string images = dir / "t10k-images-idx3-ubyte";
+  // A 16-byte file declaring 2 GiB of pixels must not allocate them.
+  write_file(images, idx(0x800, {32768, 256, 256}, {}));
+  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false), images + " declares 2147483648 bytes, over the limit of 268435456");
+  // A FIFO in the file's place must not block.
+  std::filesystem::remove(images);
+  ASSERT_EQ(::mkfifo(images.c_str(), 0644), 0);
+  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false), images + ": not a regular file (a named pipe)");
 }
 
 TEST(FashionMnistRealData, DebianPackage) {

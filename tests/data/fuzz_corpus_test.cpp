@@ -1,11 +1,12 @@
-// Writes the image decoders' fuzzing seed corpus (valid images of every colour type, and broken
-// ones) into $LOOM_FUZZ_CORPUS; fuzz/CMakeLists.txt runs this before the fuzzer. Skipped when
-// the variable is not set.
+// Writes the image decoders' fuzzing seed corpus (valid images of every colour type, progressive
+// JPEGs, and broken ones) into $LOOM_FUZZ_CORPUS; scripts/fuzz.sh runs this before the fuzzer.
+// Skipped when the variable is not set.
 #include <cstdlib>
 #include <filesystem>
 
 #include "data/decode.h"
 #include "data/encode.h"
+#include "crafted_jpeg.h"
 #include "data_testing.h"
 
 namespace loom::data {
@@ -34,6 +35,10 @@ TEST(FuzzCorpus, Write) {
   std::vector<uint8_t> cut = encode_jpeg(random_image(20, 20, 3, 3), 80);
   cut.resize(cut.size() / 2);
   put("truncated.jpg", cut);
+  // Progressive files reach the multi-scan paths (and the scan and work limits).
+  put("progressive.jpg", progressive_jpeg(random_image(24, 16, 3, 5)));
+  put("progressive_cmyk.jpg", progressive_jpeg(random_image(8, 8, 4, 6)));
+  put("progressive_rescanned.jpg", with_scans(progressive_jpeg(random_image(16, 16, 3, 7)), 40));
   std::vector<uint8_t> crc = encode_png(random_image(6, 6, 3, 4));
   crc[crc.size() - 20] ^= 0xFF;
   put("bad_crc.png", crc);
@@ -44,7 +49,7 @@ TEST(FuzzCorpus, Write) {
     } catch (const BadSample&) {
     }
   }
-  EXPECT_EQ(written, 12);
+  EXPECT_EQ(written, 15);
 }
 
 }  // namespace

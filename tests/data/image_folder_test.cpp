@@ -1,7 +1,9 @@
 // ImageFolder: class folders and Kaggle's flat layout, labels by sorted class name, file types
-// in any case, the scanning errors (missing root, empty or unreadable class folder), strict
-// mode, InMemoryDataset, and the real cats/dogs photographs when they are present.
+// in any case, the scanning errors (missing root; an empty, unreadable or undecodable class;
+// entries that are not files), strict mode, InMemoryDataset, and the real cats/dogs
+// photographs when they are present.
 #include <grp.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,20 +90,62 @@ TEST(ImageFolder, MissingRootAndNoImages) {
   EXPECT_LOOM_ERROR(ImageFolder(dir.path()), "no .jpg, .jpeg or .png files under");
 }
 
-TEST(ImageFolder, EmptyClassFolderWarnsOrThrows) {
+TEST(ImageFolder, EmptyClassFolderIsAnErrorInEveryMode) {
+  // Training on without the class would make a model that can never predict it.
   TempDir dir;
   fs::create_directory(dir / "cat");
   fs::create_directory(dir / "dog");
   write_png(dir / "dog/a.png", 1);
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path()), "class folder " + (dir / "cat") + " has no images");
+  ImageFolderOptions strict;
+  strict.on_bad_input = OnBadInput::Throw;
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), "class folder " + (dir / "cat") + " has no images");
+}
+
+TEST(ImageFolder, ClassWhoseEveryImageFailsToDecodeIsAnErrorInEveryMode) {
+  // The case: every cat photograph is broken, so Skip mode would train a dog-only model.
+  TempDir dir;
+  fs::create_directory(dir / "cat");
+  fs::create_directory(dir / "dog");
+  write_file(dir / "cat/1.jpg", {'n', 'o', 'p', 'e'});
+  write_file(dir / "cat/2.jpg", {});
+  std::vector<uint8_t> cut = encode_jpeg(solid_image(16, 16, 3, 40));
+  cut.resize(cut.size() / 2);
+  write_file(dir / "cat/3.jpg", cut);
+  write_png(dir / "dog/a.png", 1);
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path()), "class folder " + (dir / "cat") + " has no image that decodes (3 files");
+  // Strict mode names the first bad file itself.
+  ImageFolderOptions strict;
+  strict.on_bad_input = OnBadInput::Throw;
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), (dir / "cat/1.jpg") + ": neither a JPEG nor a PNG");
+  // One good image is enough for the class to stand; the bad ones are the loader's to skip.
+  write_png(dir / "cat/4.png", 2);
+  EXPECT_EQ(ImageFolder(dir.path()).size(), 5);
+  // The same for the flat layout, whose classes come from file names.
+  TempDir flat;
+  write_file(flat / "cat.1.jpg", {'n', 'o'});
+  write_png(flat / "dog.1.png", 3);
+  ImageFolderOptions flat_options;
+  flat_options.layout = FolderLayout::KaggleFlat;
+  EXPECT_LOOM_ERROR(ImageFolder(flat.path(), flat_options),
+                    "class cat in " + flat.path() + " has no image that decodes (1 file");
+}
+
+TEST(ImageFolder, EntriesWithImageNamesThatAreNotFilesAreReported) {
+  TempDir dir;
+  fs::create_directory(dir / "cat");
+  write_png(dir / "cat/a.png", 1);
+  fs::create_directory(dir / "cat/album.jpg");
+  ASSERT_EQ(::mkfifo((dir / "cat/pipe.png").c_str(), 0644), 0);
   ::testing::internal::CaptureStderr();
   ImageFolder folder(dir.path());
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("class folder " + (dir / "cat") + " has no images"), std::string::npos) << err;
-  EXPECT_EQ(folder.classes().size(), 2u);  // the empty class keeps its label
-  EXPECT_EQ(folder.label(0), 1);
+  EXPECT_EQ(folder.size(), 1);
+  EXPECT_NE(err.find((dir / "cat/album.jpg") + " is not a regular file (a folder)"), std::string::npos) << err;
+  EXPECT_NE(err.find((dir / "cat/pipe.png") + " is not a regular file (a named pipe)"), std::string::npos) << err;
   ImageFolderOptions strict;
   strict.on_bad_input = OnBadInput::Throw;
-  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), "/cat has no images");
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), (dir / "cat/album.jpg") + " is not a regular file (a folder)");
 }
 
 TEST(ImageFolder, UnreadableClassFolder) {
@@ -134,11 +178,10 @@ TEST(ImageFolder, UnreadableClassFolder) {
       code = std::string(e.what()).find("cannot read class folder " + (dir / "dog")) != std::string::npos ? 0 : 2;
     }
     try {
-      ImageFolder lenient(dir.path());  // skips dog with a warning
-      if (code == 0 && lenient.size() != 1) code = 4;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "skip mode threw: %s\n", e.what());
-      code = 5;
+      ImageFolder lenient(dir.path());  // an error too: the class would have no images
+      if (code == 0) code = 4;
+    } catch (const Error& e) {
+      if (code == 0 && std::string(e.what()).find("cannot read class folder " + (dir / "dog")) == std::string::npos) code = 5;
     }
     _exit(code);
   }
@@ -146,7 +189,7 @@ TEST(ImageFolder, UnreadableClassFolder) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "cannot drop privileges to check an unreadable folder";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 4: skip mode kept the folder, 5: skip mode threw";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 4: skip mode kept going, 5: skip mode's wrong message";
 }
 
 TEST(InMemoryDataset, DecodesOnceAndSkipsBadFiles) {
@@ -171,6 +214,37 @@ TEST(InMemoryDataset, DecodesOnceAndSkipsBadFiles) {
   EXPECT_EQ(memory.get(1).label, 1);
   EXPECT_LOOM_ERROR(InMemoryDataset(folder, 2, OnBadInput::Throw), "1.jpg: empty file");
   EXPECT_LOOM_ERROR(InMemoryDataset(folder, 0), "num_threads must be at least 1");
+}
+
+TEST(InMemoryDataset, WarningsShowControlCharactersInFileNamesEscaped) {
+  // A downloaded file's name may hold a newline or a terminal escape: each warning stays one
+  // line, and nothing reaches the terminal raw.
+  TempDir dir;
+  fs::create_directory(dir / "cat");
+  write_png(dir / "cat/a.png", 1);
+  write_file(dir / "cat/b\n\x1b[2J.jpg", {'n', 'o'});
+  ImageFolder folder(dir.path());
+  ::testing::internal::CaptureStderr();
+  InMemoryDataset memory(folder);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(memory.size(), 1);
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_NE(err.find("cat/b\\x0a\\x1b[2J.jpg: neither a JPEG nor a PNG"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;  // the skip and the count
+}
+
+TEST(InMemoryDataset, NoDecodableSampleAtAllIsAnError) {
+  // A dataset whose every sample fails is an error even in Skip mode, not an empty dataset.
+  struct AllBad : Dataset {
+    int64_t size() const override { return 3; }
+    Example get(int64_t index) const override {
+      throw BadSample(::loom::detail::concat("/photos/", index, ".jpg: not a readable JPEG"));
+    }
+  } bad;
+  ::testing::internal::CaptureStderr();
+  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2), "InMemoryDataset: none of the 3 samples could be used");
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2, OnBadInput::Throw), "/photos/0.jpg: not a readable JPEG");
 }
 
 TEST(ImageFolderRealData, CatsDogsLabelsAndDecoding) {
