@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "io/model_file.h"
 #include "optim/optimizer.h"
@@ -42,11 +43,19 @@ struct Checkpoint {
   TrainingState state;
   Preprocessing preprocessing;
 };
-// Reads and checks a checkpoint (its tensors on the CPU) without applying it.
+// Reads and checks a checkpoint (its tensors on the CPU) without applying it: its JSON as
+// untrusted (nn/untrusted_json.h), counters and seeds as integers in range, the history as
+// parse_epoch_metrics reads it, and the running sums as floating-point scalars or vectors.
 Checkpoint read_checkpoint(const std::string& path);
 // Restores the model's weights, the optimizer's state and loom's default generator; returns the
-// training state for the caller's loop. Errors name the file and what does not fit.
+// training state for the caller's loop. Errors name the file and what does not fit; tensors of
+// another dtype than the model's are refused, not converted.
 TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer);
+
+// The metrics of finished epochs as checkpoints store them, [{"epoch": 0, "loss": 0.5, ...}, ...]:
+// a list of objects of finite numbers whose "epoch", where present, is the position. Anything
+// else throws loom::Error "<source>: malformed history: ...". train::History reads it so too.
+std::vector<std::map<std::string, double>> parse_epoch_metrics(const std::string& json, const std::string& source);
 
 // For tests of crash safety: when the environment variable LOOM_CHECKPOINT_PAUSE_MS is set and
 // save_checkpoint replaces an existing file, it pauses that long halfway through writing its

@@ -17,6 +17,9 @@
 namespace loom::io {
 
 inline constexpr const char* kFormatVersion = "1";
+// The largest input height or width a file's preprocessing may ask for: a 4096 x 4096 x 3
+// float image is 192 MiB (65536 x 65536 would be 48 GiB, from a 1 KB file).
+inline constexpr int64_t kMaxInputSide = 4096;
 
 // What an input goes through before the model sees it: resize to height x width with
 // `interpolation`, channels, value * rescale, then (value - mean[c]) / std[c] when mean/std are
@@ -35,7 +38,9 @@ struct Preprocessing {
   std::vector<double> std;
 
   std::string to_json() const;
-  // Throws loom::Error naming `source` (a file) when the JSON is malformed or out of range.
+  // Throws loom::Error naming `source` (a file) when the JSON is malformed (see
+  // nn/untrusted_json.h) or out of range: height and width in [1, kMaxInputSide], 1 or 3
+  // channels, a positive rescale, finite means, positive finite stds.
   static Preprocessing from_json(const std::string& json, const std::string& source);
 };
 
@@ -51,9 +56,10 @@ struct LoadedModel {
 // Writes the model's weights (on any device) and description atomically.
 void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing);
 // Rebuilds the model from the spec, loads its weights strictly and moves it to `device`. Also
-// reads a checkpoint (io/checkpoint.h), which holds the same description. A file that is not
-// safetensors, not a loom model, or whose weights do not fit its spec throws loom::Error naming
-// the file and the problem.
+// reads a checkpoint (io/checkpoint.h), which holds the same description. The spec is checked
+// against the file's tensors (names, shapes, dtypes) before anything is built, and the
+// preprocessing against the spec's input channels. A file that is not safetensors, not a loom
+// model, or whose weights do not fit its spec throws loom::Error naming the file and the problem.
 LoadedModel load_model(const std::string& path, Device device = kCPU);
 
 namespace detail {
@@ -63,6 +69,11 @@ Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocess
 nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, const std::string& path);
 // The metadata value of `key`, or an error naming the file when it is absent.
 const std::string& require_metadata(const Metadata& metadata, const std::string& key, const std::string& path);
+// Throws "<context>: <problems>" unless `given` holds exactly the tensors of `expected`, each
+// with its shape and dtype (a file's int32 tensor is refused, not converted into a float
+// parameter). Names the first few problems and counts the rest.
+void check_tensors_fit(const std::vector<nn::StateEntry>& expected, const nn::NamedTensors& given,
+                       const std::string& context);
 }  // namespace detail
 
 }  // namespace loom::io

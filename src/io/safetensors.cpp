@@ -8,15 +8,13 @@
 #include <set>
 
 #include "io/atomic_file.h"
+#include "nn/untrusted_json.h"
 
 namespace loom::io {
 
 namespace {
 
 static_assert(sizeof(void*) == 8, "loom's file formats assume a 64-bit host");
-
-// A generous bound that still stops a corrupt length from asking for terabytes.
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 const char* format_dtype(DType dtype) {
   switch (dtype) {
@@ -61,7 +59,7 @@ const Tensor& TensorFile::at(const std::string& name) const {
   for (const auto& [n, t] : tensors) {
     if (n == name) return t;
   }
-  LOOM_FAIL("tensor file has no tensor named \"", name, "\"");
+  LOOM_FAIL("tensor file has no tensor named \"", nn::excerpt(name), "\"");
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata) {
@@ -102,15 +100,14 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
   LOOM_CHECK(bytes.size() >= 8, name, ": not a safetensors file (", bytes.size(), " bytes, too short for a header)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
-  LOOM_CHECK(header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8, name,
-             ": not a safetensors file or truncated (header length ", header_len, ", file size ",
-             bytes.size(), ")");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const nlohmann::json::exception& e) {
-    LOOM_FAIL(name, ": the safetensors header is not valid JSON (", e.what(), ")");
-  }
+  LOOM_CHECK(header_len <= bytes.size() - 8, name, ": not a safetensors file or truncated (header length ",
+             header_len, ", file size ", bytes.size(), ")");
+  LOOM_CHECK(header_len <= kMaxHeaderBytes, name, ": the safetensors header length ", header_len,
+             " is more than the ", kMaxHeaderBytes, " bytes loom reads");
+  // Depth-limited and without repeated keys: a name given twice would otherwise silently
+  // take its last entry, and error messages dump parts of the header.
+  const nlohmann::json header =
+      nn::parse_untrusted_json(std::string_view(bytes).substr(8, header_len), name + ": the safetensors header");
   LOOM_CHECK(header.is_object(), name, ": the safetensors header is not a JSON object");
   const uint64_t data_size = bytes.size() - 8 - header_len;
 
@@ -122,35 +119,36 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
     if (key == "__metadata__") {
       LOOM_CHECK(value.is_object(), name, ": __metadata__ must be an object of strings");
       for (auto m = value.begin(); m != value.end(); ++m) {
-        LOOM_CHECK(m.value().is_string(), name, ": __metadata__ value of \"", m.key(), "\" is not a string");
+        LOOM_CHECK(m.value().is_string(), name, ": __metadata__ value of \"", nn::excerpt(m.key()), "\" is not a string");
         file.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    const std::string where = name + ": tensor \"" + key + "\"";
+    const std::string where = name + ": tensor \"" + nn::excerpt(key) + "\"";
     LOOM_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") &&
                    value.contains("data_offsets"),
                where, " needs dtype, shape and data_offsets");
     Entry e;
     e.name = key;
     LOOM_CHECK(value["dtype"].is_string() && parse_dtype(value["dtype"].get<std::string>(), &e.dtype), where,
-               " has unsupported dtype ", value["dtype"].dump(), " (loom reads F32, F64, I64, I32, U8)");
+               " has unsupported dtype ", nn::json_excerpt(value["dtype"]), " (loom reads F32, F64, I64, I32, U8)");
     const auto& shape = value["shape"];
-    LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ", shape.dump());
+    LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ", nn::json_excerpt(shape));
     uint64_t numel = 1;
     for (const auto& s : shape) {
-      LOOM_CHECK(s.is_number_unsigned() || (s.is_number_integer() && s.get<int64_t>() >= 0), where,
-                 " has an invalid shape ", shape.dump());
+      // Each size must fit Shape's int64_t: [0, 2^64 - 1] has no elements yet a negative size.
+      LOOM_CHECK(s.is_number_unsigned() && s.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
+                 where, " has an invalid shape ", nn::json_excerpt(shape));
       const uint64_t size = s.get<uint64_t>();
       LOOM_CHECK(size == 0 || numel <= std::numeric_limits<int64_t>::max() / size, where,
-                 " has a shape whose size overflows: ", shape.dump());
+                 " has a shape whose size overflows: ", nn::json_excerpt(shape));
       numel *= size;
       e.shape.push_back(static_cast<int64_t>(size));
     }
     const auto& offsets = value["data_offsets"];
     LOOM_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
                    offsets[1].is_number_unsigned(),
-               where, " has invalid data_offsets ", offsets.dump());
+               where, " has invalid data_offsets ", nn::json_excerpt(offsets));
     e.begin = offsets[0].get<uint64_t>();
     e.end = offsets[1].get<uint64_t>();
     const uint64_t elem = element_size(e.dtype);
@@ -158,7 +156,7 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
     LOOM_CHECK(e.begin <= e.end && e.end <= data_size, where, " has data_offsets [", e.begin, ", ",
                e.end, ") outside the ", data_size, "-byte data section (truncated file?)");
     LOOM_CHECK(e.end - e.begin == numel * elem, where, " has ", e.end - e.begin, " bytes of data but shape ",
-               shape.dump(), " of ", dtype_name(e.dtype), " needs ", numel * elem);
+               nn::json_excerpt(shape), " of ", dtype_name(e.dtype), " needs ", numel * elem);
     entries.push_back(std::move(e));
   }
   // The ranges must tile the data section exactly: no overlap, no hole, nothing after.
@@ -167,7 +165,7 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
   });
   uint64_t expected = 0;
   for (const Entry& e : entries) {
-    LOOM_CHECK(e.begin == expected, name, ": tensor \"", e.name, "\" ",
+    LOOM_CHECK(e.begin == expected, name, ": tensor \"", nn::excerpt(e.name), "\" ",
                e.begin < expected ? "overlaps the previous tensor" : "leaves a gap before its data",
                " (data_offsets start ", e.begin, ", expected ", expected, ")");
     expected = e.end;

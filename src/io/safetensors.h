@@ -15,6 +15,11 @@
 
 namespace loom::io {
 
+// The largest header read. Headers of real models are kilobytes (a few hundred tensors, the
+// spec); parsed, a header takes up to 16x its size in memory, so Python's 100 MB limit would let
+// a crafted file cost loom 1.8 GB and 4 s.
+inline constexpr uint64_t kMaxHeaderBytes = 16u << 20;
+
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 using Metadata = std::map<std::string, std::string>;
 
@@ -28,7 +33,8 @@ struct TensorFile {
 // unique and non-empty and must not be "__metadata__".
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
 
-// Reads and validates the whole file before creating any tensor: header length, JSON, dtypes,
+// Reads and validates the whole file before creating any tensor: header length (at most
+// kMaxHeaderBytes), JSON (nn/untrusted_json.h: depth-limited, no repeated key), dtypes,
 // shapes, that every data range lies inside the file, that ranges neither overlap nor leave
 // holes, and that no size arithmetic overflows. Errors name the path and the problem.
 TensorFile load_safetensors(const std::string& path, Device device = kCPU);

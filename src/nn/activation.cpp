@@ -3,9 +3,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
 #include "ops/activation.h"
 
 namespace loom::nn {
+
+namespace {
+// The dimensions a spec may name (negative: from the end), far more than any input has.
+constexpr int64_t kMaxDims = 64;
+}  // namespace
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
@@ -18,8 +24,8 @@ std::string LeakyReLU::config_json() const {
 }
 
 std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const std::string& config_json) {
-  return std::make_shared<LeakyReLU>(
-      nlohmann::json::parse(config_json).value("negative_slope", 0.01));
+  const nlohmann::json j = parse_untrusted_json(config_json, "LeakyReLU spec");
+  return std::make_shared<LeakyReLU>(JsonObject(j, "LeakyReLU spec").number("negative_slope", 0.01));
 }
 
 Tensor Softmax::forward(const Tensor& x) { return softmax(x, dim_); }
@@ -27,7 +33,8 @@ Tensor Softmax::forward(const Tensor& x) { return softmax(x, dim_); }
 std::string Softmax::config_json() const { return nlohmann::json{{"dim", dim_}}.dump(); }
 
 std::shared_ptr<Softmax> Softmax::from_config(const std::string& config_json) {
-  return std::make_shared<Softmax>(nlohmann::json::parse(config_json).value("dim", int64_t{-1}));
+  const nlohmann::json j = parse_untrusted_json(config_json, "Softmax spec");
+  return std::make_shared<Softmax>(JsonObject(j, "Softmax spec").integer("dim", -kMaxDims, kMaxDims, -1));
 }
 
 Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim_, end_dim_); }
@@ -37,9 +44,10 @@ std::string Flatten::config_json() const {
 }
 
 std::shared_ptr<Flatten> Flatten::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<Flatten>(c.value("start_dim", int64_t{1}),
-                                   c.value("end_dim", int64_t{-1}));
+  const nlohmann::json j = parse_untrusted_json(config_json, "Flatten spec");
+  const JsonObject c(j, "Flatten spec");
+  return std::make_shared<Flatten>(c.integer("start_dim", -kMaxDims, kMaxDims, 1),
+                                   c.integer("end_dim", -kMaxDims, kMaxDims, -1));
 }
 
 }  // namespace loom::nn

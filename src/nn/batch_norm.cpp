@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
 #include "ops/batch_norm.h"
 #include "ops/elementwise.h"
 #include "tensor/autograd.h"
@@ -50,9 +51,20 @@ std::string BatchNorm2d::config_json() const {
 }
 
 std::shared_ptr<BatchNorm2d> BatchNorm2d::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<BatchNorm2d>(c.at("num_features").get<int64_t>(), c.value("eps", 1e-5),
-                                       c.value("momentum", 0.1));
+  const nlohmann::json j = parse_untrusted_json(config_json, "BatchNorm2d spec");
+  const JsonObject c(j, "BatchNorm2d spec");
+  return std::make_shared<BatchNorm2d>(c.integer("num_features", 1, kMaxSpecInteger), c.number("eps", 1e-5),
+                                       c.number("momentum", 0.1));
+}
+
+std::vector<StateEntry> BatchNorm2d::state_of_config(const std::string& config_json) {
+  const nlohmann::json j = parse_untrusted_json(config_json, "BatchNorm2d spec");
+  const int64_t n = JsonObject(j, "BatchNorm2d spec").integer("num_features", 1, kMaxSpecInteger);
+  return {{"weight", {n}, kFloat32},
+          {"bias", {n}, kFloat32},
+          {"running_mean", {n}, kFloat32},
+          {"running_var", {n}, kFloat32},
+          {"num_batches_tracked", {}, kInt64}};
 }
 
 }  // namespace loom::nn

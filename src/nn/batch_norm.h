@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 
@@ -20,6 +21,8 @@ class BatchNorm2d : public Module {
   std::string type_name() const override { return "BatchNorm2d"; }
   std::string config_json() const override;
   static std::shared_ptr<BatchNorm2d> from_config(const std::string& config_json);
+  // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
+  static std::vector<StateEntry> state_of_config(const std::string& config_json);
 
   int64_t num_features() const { return num_features_; }
 

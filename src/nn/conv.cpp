@@ -3,17 +3,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
+
 namespace loom::nn {
 
 namespace {
 
 nlohmann::json pair_json(const std::array<int64_t, 2>& p) { return {p[0], p[1]}; }
-
-std::array<int64_t, 2> pair_from(const nlohmann::json& j, const char* key) {
-  LOOM_CHECK(j.is_array() && j.size() == 2, "Conv2d spec: \"", key,
-             "\" must be a [h, w] pair, got ", j.dump());
-  return {j[0].get<int64_t>(), j[1].get<int64_t>()};
-}
 
 }  // namespace
 
@@ -62,26 +58,52 @@ std::string Conv2d::config_json() const {
       .dump();
 }
 
-std::shared_ptr<Conv2d> Conv2d::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  const auto kernel = pair_from(c.at("kernel"), "kernel");
-  const auto stride = pair_from(c.at("stride"), "stride");
-  const auto dilation = pair_from(c.at("dilation"), "dilation");
+namespace {
+
+struct Conv2dConfig {
+  int64_t in_channels, out_channels;
+  Size2 kernel{1, 1};
   Conv2dOptions options;
-  options.stride(stride[0], stride[1]).dilation(dilation[0], dilation[1]);
+  bool bias;
+};
+
+Conv2dConfig parse_config(const std::string& config_json) {
+  const nlohmann::json j = parse_untrusted_json(config_json, "Conv2d spec");
+  const JsonObject c(j, "Conv2d spec");
+  Conv2dConfig out;
+  out.in_channels = c.integer("in_channels", 1, kMaxSpecInteger);
+  out.out_channels = c.integer("out_channels", 1, kMaxSpecInteger);
+  const auto kernel = c.pair("kernel", 1, kMaxSpecInteger);
+  out.kernel = Size2(kernel[0], kernel[1]);
+  const auto stride = c.pair("stride", 1, kMaxSpecInteger);
+  const auto dilation = c.pair("dilation", 1, kMaxSpecInteger);
+  out.options.stride(stride[0], stride[1]).dilation(dilation[0], dilation[1]);
   const nlohmann::json& padding = c.at("padding");
   if (padding.is_string()) {
-    const std::string mode = padding.get<std::string>();
+    const std::string& mode = padding.get_ref<const std::string&>();
     LOOM_CHECK(mode == "same" || mode == "valid",
-               "Conv2d spec: padding must be \"same\", \"valid\" or [h, w], got \"", mode, "\"");
-    options.padding(mode == "same" ? Padding::Same : Padding::Valid);
+               "Conv2d spec: padding must be \"same\", \"valid\" or [h, w], got ", json_excerpt(padding));
+    out.options.padding(mode == "same" ? Padding::Same : Padding::Valid);
   } else {
-    const auto p = pair_from(padding, "padding");
-    options.padding(p[0], p[1]);
+    const auto p = c.pair("padding", 0, kMaxSpecInteger);
+    out.options.padding(p[0], p[1]);
   }
-  return std::make_shared<Conv2d>(c.at("in_channels").get<int64_t>(),
-                                  c.at("out_channels").get<int64_t>(), Size2(kernel[0], kernel[1]),
-                                  options, c.value("bias", true));
+  out.bias = c.boolean("bias", true);
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<Conv2d> Conv2d::from_config(const std::string& config_json) {
+  const Conv2dConfig c = parse_config(config_json);
+  return std::make_shared<Conv2d>(c.in_channels, c.out_channels, c.kernel, c.options, c.bias);
+}
+
+std::vector<StateEntry> Conv2d::state_of_config(const std::string& config_json) {
+  const Conv2dConfig c = parse_config(config_json);
+  std::vector<StateEntry> state = {{"weight", {c.out_channels, c.in_channels, c.kernel.h, c.kernel.w}, kFloat32}};
+  if (c.bias) state.push_back({"bias", {c.out_channels}, kFloat32});
+  return state;
 }
 
 }  // namespace loom::nn

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include "ops/conv.h"
@@ -23,6 +24,8 @@ class Conv2d : public Module {
   std::string type_name() const override { return "Conv2d"; }
   std::string config_json() const override;
   static std::shared_ptr<Conv2d> from_config(const std::string& config_json);
+  // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
+  static std::vector<StateEntry> state_of_config(const std::string& config_json);
 
   int64_t in_channels() const { return in_channels_; }
   int64_t out_channels() const { return out_channels_; }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
 #include "ops/dropout.h"
 
 namespace loom::nn {
@@ -16,7 +17,8 @@ Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training());
 std::string Dropout::config_json() const { return nlohmann::json{{"p", p_}}.dump(); }
 
 std::shared_ptr<Dropout> Dropout::from_config(const std::string& config_json) {
-  return std::make_shared<Dropout>(nlohmann::json::parse(config_json).value("p", 0.5));
+  const nlohmann::json j = parse_untrusted_json(config_json, "Dropout spec");
+  return std::make_shared<Dropout>(JsonObject(j, "Dropout spec").number("p", 0.5));
 }
 
 }  // namespace loom::nn

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
 #include "ops/linalg.h"
 
 namespace loom::nn {
@@ -33,10 +34,32 @@ std::string Linear::config_json() const {
       .dump();
 }
 
+namespace {
+
+struct LinearConfig {
+  int64_t in_features, out_features;
+  bool bias;
+};
+
+LinearConfig parse_config(const std::string& config_json) {
+  const nlohmann::json j = parse_untrusted_json(config_json, "Linear spec");
+  const JsonObject c(j, "Linear spec");
+  return {c.integer("in_features", 1, kMaxSpecInteger), c.integer("out_features", 1, kMaxSpecInteger),
+          c.boolean("bias", true)};
+}
+
+}  // namespace
+
 std::shared_ptr<Linear> Linear::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<Linear>(c.at("in_features").get<int64_t>(),
-                                  c.at("out_features").get<int64_t>(), c.value("bias", true));
+  const LinearConfig c = parse_config(config_json);
+  return std::make_shared<Linear>(c.in_features, c.out_features, c.bias);
+}
+
+std::vector<StateEntry> Linear::state_of_config(const std::string& config_json) {
+  const LinearConfig c = parse_config(config_json);
+  std::vector<StateEntry> state = {{"weight", {c.out_features, c.in_features}, kFloat32}};
+  if (c.bias) state.push_back({"bias", {c.out_features}, kFloat32});
+  return state;
 }
 
 }  // namespace loom::nn

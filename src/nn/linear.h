@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 
@@ -19,6 +20,8 @@ class Linear : public Module {
   std::string type_name() const override { return "Linear"; }
   std::string config_json() const override;
   static std::shared_ptr<Linear> from_config(const std::string& config_json);
+  // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
+  static std::vector<StateEntry> state_of_config(const std::string& config_json);
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

@@ -4,15 +4,22 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "nn/untrusted_json.h"
 #include "tensor/autograd.h"
 
 namespace loom::nn {
 
 namespace {
 
-std::string join(const std::vector<std::string>& names) {
+// The first items and how many more: a file may name thousands of tensors. Names come from
+// files, so each is cut short unless the caller has (`cut` false).
+std::string join(const std::vector<std::string>& names, bool cut = true) {
+  constexpr size_t kListed = 10;
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (size_t i = 0; i < names.size() && i < kListed; ++i) {
+    out += (i ? ", " : "") + (cut ? excerpt(names[i]) : names[i]);
+  }
+  if (names.size() > kListed) out += " and " + std::to_string(names.size() - kListed) + " more";
   return out;
 }
 
@@ -28,15 +35,8 @@ std::string Module::spec_json() const {
 void Module::check_new_name(const std::string& name) const {
   LOOM_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(),
              ": a parameter, buffer or child name must be non-empty and contain no '.', got \"",
-             name, "\"");
-  auto taken = [&](const auto& list) {
-    for (const auto& entry : list) {
-      if (entry.first == name) return true;
-    }
-    return false;
-  };
-  LOOM_CHECK(!taken(parameters_) && !taken(buffers_) && !taken(children_), type_name(),
-             ": the name \"", name, "\" is already registered");
+             excerpt(name), "\"");
+  LOOM_CHECK(names_.count(name) == 0, type_name(), ": the name \"", excerpt(name), "\" is already registered");
 }
 
 Tensor Module::register_parameter(const std::string& name, const Tensor& value,
@@ -49,6 +49,7 @@ Tensor Module::register_parameter(const std::string& name, const Tensor& value,
                "\" must be floating-point to require grad, got ", dtype_name(param.dtype()));
   }
   param.set_requires_grad(requires_grad);
+  names_.insert(name);
   parameters_.emplace_back(name, param);
   return param;
 }
@@ -57,6 +58,7 @@ Tensor Module::register_buffer(const std::string& name, const Tensor& value) {
   check_new_name(name);
   LOOM_CHECK(value.defined(), type_name(), ": buffer \"", name, "\" is undefined");
   Tensor buffer = value.detach();
+  names_.insert(name);
   buffers_.emplace_back(name, buffer);
   return buffer;
 }
@@ -65,6 +67,7 @@ void Module::add_child(const std::string& name, ModulePtr module) {
   check_new_name(name);
   LOOM_CHECK(module != nullptr, type_name(), ": child module \"", name, "\" is null");
   LOOM_CHECK(module.get() != this, type_name(), ": a module cannot be its own child");
+  names_.insert(name);
   children_.emplace_back(name, std::move(module));
 }
 
@@ -188,6 +191,12 @@ NamedTensors Module::state_dict() const {
   return out;
 }
 
+std::vector<StateEntry> Module::state_layout() const {
+  std::vector<StateEntry> out;
+  for (const auto& [name, tensor] : state_dict()) out.push_back({name, tensor.shape(), tensor.dtype()});
+  return out;
+}
+
 LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
   const NamedTensors own = state_dict();
   LoadResult result;
@@ -198,10 +207,10 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
       continue;
     }
     const Tensor& given = state.at(name);
-    LOOM_CHECK(given.defined(), "load_state_dict: \"", name, "\" is an undefined tensor");
+    LOOM_CHECK(given.defined(), "load_state_dict: \"", excerpt(name), "\" is an undefined tensor");
     if (given.shape() != tensor.shape()) {
-      mismatched.push_back(name + " (expected " + shape_str(tensor.shape()) + ", got " +
-                           shape_str(given.shape()) + ")");
+      mismatched.push_back(excerpt(name) + " (expected " + shape_str(tensor.shape()) + ", got " +
+                           excerpt(shape_str(given.shape())) + ")");
     }
   }
   for (const auto& item : state) {
@@ -214,7 +223,7 @@ LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
   if (strict && !result.unexpected_keys.empty()) {
     problems << "\n  unexpected keys: " << join(result.unexpected_keys);
   }
-  if (!mismatched.empty()) problems << "\n  shape mismatches: " << join(mismatched);
+  if (!mismatched.empty()) problems << "\n  shape mismatches: " << join(mismatched, /*cut=*/false);
   LOOM_CHECK(problems.str().empty(), "load_state_dict into ", type_name(),
              " failed:", problems.str());
 

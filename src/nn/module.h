@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,14 @@ namespace loom::nn {
 
 class Module;
 using ModulePtr = std::shared_ptr<Module>;
+
+// One tensor of a state_dict, described: what nn::spec_state() predicts from a spec, so that a
+// file's tensors can be checked before anything is built.
+struct StateEntry {
+  std::string name;
+  Shape shape;
+  DType dtype;
+};
 
 // What a non-strict load_state_dict() skipped.
 struct LoadResult {
@@ -73,9 +82,12 @@ class Module {
   // --- checkpoints --------------------------------------------------------------------------
   // Parameters and buffers by dotted name; the tensors are detached and share storage.
   NamedTensors state_dict() const;
+  // The names, shapes and dtypes of state_dict(), in its order.
+  std::vector<StateEntry> state_layout() const;
   // Copies values into the module's tensors in place (dtype and device are converted). Throws
-  // loom::Error listing every problem at once: missing keys, unexpected keys (both only when
-  // strict) and shape mismatches (always). Nothing is copied when it throws.
+  // loom::Error listing the problems (the first few names of each kind and how many more):
+  // missing keys, unexpected keys (both only when strict) and shape mismatches (always).
+  // Nothing is copied when it throws.
   LoadResult load_state_dict(const NamedTensors& state, bool strict = true);
 
  protected:
@@ -104,6 +116,9 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
+  // Every name in the three lists, so registering is O(1): a spec of 100,000 layers builds in
+  // linear time.
+  std::unordered_set<std::string> names_;
   bool training_ = true;
 };
 

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/untrusted_json.h"
+
 namespace loom::nn {
 
 namespace {
@@ -14,11 +16,9 @@ nlohmann::json window_json(Size2 kernel, Size2 stride, Size2 padding) {
           {"padding", {padding.h, padding.w}}};
 }
 
-Size2 size2_from(const nlohmann::json& c, const char* key) {
-  const nlohmann::json& j = c.at(key);
-  LOOM_CHECK(j.is_array() && j.size() == 2, "pooling spec: \"", key,
-             "\" must be a [h, w] pair, got ", j.dump());
-  return Size2(j[0].get<int64_t>(), j[1].get<int64_t>());
+Size2 size2_from(const JsonObject& c, const char* key, int64_t min) {
+  const auto pair = c.pair(key, min, kMaxSpecInteger);
+  return Size2(pair[0], pair[1]);
 }
 
 void check_window(const char* layer, Size2 kernel, Size2 stride, Size2 padding) {
@@ -43,9 +43,10 @@ std::string MaxPool2d::config_json() const {
 }
 
 std::shared_ptr<MaxPool2d> MaxPool2d::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<MaxPool2d>(size2_from(c, "kernel"), size2_from(c, "stride"),
-                                     size2_from(c, "padding"));
+  const nlohmann::json j = parse_untrusted_json(config_json, "MaxPool2d spec");
+  const JsonObject c(j, "MaxPool2d spec");
+  return std::make_shared<MaxPool2d>(size2_from(c, "kernel", 1), size2_from(c, "stride", 0),
+                                     size2_from(c, "padding", 0));
 }
 
 AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad)
@@ -64,9 +65,10 @@ std::string AvgPool2d::config_json() const {
 }
 
 std::shared_ptr<AvgPool2d> AvgPool2d::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<AvgPool2d>(size2_from(c, "kernel"), size2_from(c, "stride"),
-                                     size2_from(c, "padding"), c.value("count_include_pad", true));
+  const nlohmann::json j = parse_untrusted_json(config_json, "AvgPool2d spec");
+  const JsonObject c(j, "AvgPool2d spec");
+  return std::make_shared<AvgPool2d>(size2_from(c, "kernel", 1), size2_from(c, "stride", 0),
+                                     size2_from(c, "padding", 0), c.boolean("count_include_pad", true));
 }
 
 Tensor GlobalAvgPool2d::forward(const Tensor& x) {

@@ -44,15 +44,11 @@ std::string Sequential::config_json() const {
 }
 
 std::shared_ptr<Sequential> Sequential::from_config(const std::string& config_json) {
-  const nlohmann::json config = nlohmann::json::parse(config_json);
-  LOOM_CHECK(config.contains("layers") && config["layers"].is_array(),
-             "Sequential spec: \"layers\" must be an array");
-  auto model = std::make_shared<Sequential>();
-  for (const nlohmann::json& entry : config["layers"]) {
-    LOOM_CHECK(entry.contains("name") && entry["name"].is_string(),
-               "Sequential spec: each layer needs a \"name\" string, got ", entry.dump());
-    model->add(entry["name"].get<std::string>(), from_spec(entry.dump()));
-  }
+  // Built as a whole spec, so from_spec's walk builds every nested layer from one parse. The
+  // text cannot change the type: a second "type" key is refused as a duplicate.
+  auto model = std::dynamic_pointer_cast<Sequential>(
+      from_spec(R"({"type":"Sequential","config":)" + config_json + "}"));
+  LOOM_ASSERT(model != nullptr);
   return model;
 }
 

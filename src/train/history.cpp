@@ -3,11 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tensor/error.h"
+#include "io/checkpoint.h"
 
 namespace loom::train {
-
-using nlohmann::json;
 
 std::vector<double> History::values(const std::string& metric) const {
   std::vector<double> out;
@@ -40,19 +38,7 @@ std::string History::to_json() const {
 
 History History::from_json(const std::string& text, const std::string& source) {
   History h;
-  try {
-    const json list = json::parse(text);
-    LOOM_CHECK(list.is_array(), source, ": history is not a JSON list");
-    for (const json& entry : list) {
-      EpochMetrics m;
-      for (const auto& [name, value] : entry.items()) {
-        if (name != "epoch") m[name] = value.get<double>();
-      }
-      h.epochs.push_back(std::move(m));
-    }
-  } catch (const json::exception& e) {
-    throw Error(source + ": malformed history: " + e.what());
-  }
+  h.epochs = io::parse_epoch_metrics(text, source);  // the file may be a download: see there
   return h;
 }
 

@@ -17,7 +17,8 @@ struct History {
   // The values of one metric over the epochs that have it.
   std::vector<double> values(const std::string& metric) const;
   std::string to_json() const;  // [{"epoch": 0, "loss": ...}, ...]
-  // Throws loom::Error naming `source` when the JSON is not such a list.
+  // Throws loom::Error naming `source` when the JSON is not such a list (io::parse_epoch_metrics:
+  // depth-limited, no repeated keys, finite numbers, "epoch" the position).
   static History from_json(const std::string& json, const std::string& source);
 };
 

@@ -90,13 +90,13 @@ TEST_F(ModelFile, TruncatedGarbageAndForeignFilesNameTheFileAndProblem) {
 
 TEST_F(ModelFile, PreprocessingJsonIsChecked) {
   EXPECT_EQ(io::Preprocessing::from_json(prep().to_json(), "x").mean, prep().mean);
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json("{", "f.st"), "f.st: malformed loom.preprocessing");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json("{", "f.st"), "f.st: loom.preprocessing: malformed JSON");
   io::Preprocessing p = prep();
   p.channels = 2;
   EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "2 channels");
   p = prep();
   p.height = 0;
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "out of range");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "\"height\" must be an integer in [1, 4096], got 0");
   p = prep();
   p.mean = {0.1};
   EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "mean/std");
@@ -146,7 +146,7 @@ TEST_F(ModelFile, UnknownInterpolationNamesTheFileAndValue) {
   EXPECT_LOOM_ERROR(io::load_model(path("bicubic.st")), path("bicubic.st") + ": preprocessing interpolation \"bicubic\"");
   // Not a string at all.
   j["interpolation"] = 2;
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(j.dump(), "f.st"), "f.st: malformed loom.preprocessing");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(j.dump(), "f.st"), "f.st: loom.preprocessing: \"interpolation\" must be a string");
   // The names are interpolation_name's, and nothing else parses.
   EXPECT_EQ(io::interpolation_from_name("area"), data::Interpolation::Area);
   EXPECT_EQ(io::interpolation_from_name("bilinear"), data::Interpolation::Bilinear);

@@ -83,7 +83,7 @@ TEST_F(Safetensors, MalformedFilesAreRejectedBeforeAnyData) {
   const std::string good_data(8, '\x01');
   EXPECT_LOOM_ERROR(parse(""), "too short");
   EXPECT_LOOM_ERROR(parse(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}"), "header length");
-  EXPECT_LOOM_ERROR(parse(file_bytes("{not json", "")), "not valid JSON");
+  EXPECT_LOOM_ERROR(parse(file_bytes("{not json", "")), "the safetensors header: malformed JSON");
   EXPECT_LOOM_ERROR(parse(file_bytes("[1,2]", "")), "not a JSON object");
   EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", good_data)),
                     "unsupported dtype \"BF16\"");

@@ -92,7 +92,7 @@ TEST(Spec, MalformedSpecsThrow) {
   EXPECT_LOOM_ERROR(register_module_type("", nullptr), "need a name and a factory");
   EXPECT_LOOM_ERROR(from_spec(R"({"type": "BasicBlock", "config": {"in_channels": 4,
                     "out_channels": 4, "stride": 0}})"),
-                    "BasicBlock: stride must be at least 1, got 0");
+                    "BasicBlock spec: \"stride\" must be an integer in [1, 2147483647], got 0");
   EXPECT_LOOM_ERROR(from_spec("[1, 2]"), "expected {\"type\"");
   EXPECT_LOOM_ERROR(from_spec(R"({"type": "Conv3d"})"), "known types: AvgPool2d BasicBlock");
   EXPECT_LOOM_ERROR(from_spec(R"({"type": "Linear", "config": {"in_features": 3}})"),

@@ -6,6 +6,7 @@
 #include "nn/activation.h"
 #include "nn/linear.h"
 #include "nn/pooling.h"
+#include "nn/untrusted_json.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 
@@ -49,11 +50,44 @@ std::string BasicBlock::config_json() const {
       .dump();
 }
 
+namespace {
+
+struct BasicBlockConfig {
+  int64_t in_channels, out_channels, stride;
+};
+
+BasicBlockConfig parse_config(const std::string& config_json) {
+  const nlohmann::json j = parse_untrusted_json(config_json, "BasicBlock spec");
+  const JsonObject c(j, "BasicBlock spec");
+  return {c.integer("in_channels", 1, kMaxSpecInteger), c.integer("out_channels", 1, kMaxSpecInteger),
+          c.integer("stride", 1, kMaxSpecInteger, 1)};
+}
+
+}  // namespace
+
 std::shared_ptr<BasicBlock> BasicBlock::from_config(const std::string& config_json) {
-  const auto c = nlohmann::json::parse(config_json);
-  return std::make_shared<BasicBlock>(c.at("in_channels").get<int64_t>(),
-                                      c.at("out_channels").get<int64_t>(),
-                                      c.value("stride", int64_t{1}));
+  const BasicBlockConfig c = parse_config(config_json);
+  return std::make_shared<BasicBlock>(c.in_channels, c.out_channels, c.stride);
+}
+
+// The constructor's children: conv1, bn1, conv2, bn2 and, when the shape changes, downsample.
+std::vector<StateEntry> BasicBlock::state_of_config(const std::string& config_json) {
+  const BasicBlockConfig c = parse_config(config_json);
+  const int64_t in = c.in_channels, out = c.out_channels;
+  const std::vector<StateEntry> bn = BatchNorm2d::state_of_config(nlohmann::json{{"num_features", out}}.dump());
+  std::vector<StateEntry> state;
+  auto add = [&](const std::string& prefix, const std::vector<StateEntry>& entries) {
+    for (const StateEntry& e : entries) state.push_back({prefix + e.name, e.shape, e.dtype});
+  };
+  add("conv1.", {{"weight", {out, in, 3, 3}, kFloat32}});
+  add("bn1.", bn);
+  add("conv2.", {{"weight", {out, out, 3, 3}, kFloat32}});
+  add("bn2.", bn);
+  if (c.stride != 1 || in != out) {
+    add("downsample.0.", {{"weight", {out, in, 1, 1}, kFloat32}});
+    add("downsample.1.", bn);
+  }
+  return state;
 }
 
 std::shared_ptr<Sequential> resnet18(int64_t num_outputs, Init init, Generator* gen) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/batch_norm.h"
 #include "nn/conv.h"
@@ -24,6 +25,10 @@ class BasicBlock : public Module {
   std::string type_name() const override { return "BasicBlock"; }
   std::string config_json() const override;
   static std::shared_ptr<BasicBlock> from_config(const std::string& config_json);
+  // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
+  static std::vector<StateEntry> state_of_config(const std::string& config_json);
+
+  int64_t in_channels() const { return in_channels_; }
 
  private:
   int64_t in_channels_, out_channels_, stride_;
