@@ -40,6 +40,9 @@ struct TrainArgs {
   int64_t limit = 0;           // use only the first N training images (0: all)
   bool deterministic = false;  // deterministic GPU algorithms (resume within 1e-5 on the GPU)
   bool print_losses = false;   // one line per step: "step <global step> loss <hex float>"
+  // Any photograph that does not decode is an error; otherwise it is left out with a warning
+  // (a class left without one decodable image is an error either way).
+  bool strict = false;
   // Training over ranks (launch_plan.h): --gpus N, one thread per GPU over NCCL; --world-size
   // N, thread ranks on --device (or the job's size under mpirun, srun or a RANK launcher);
   // --backend auto|threads|nccl|mpi|tcp. Unset: one rank, or the launcher's job.
@@ -61,6 +64,7 @@ struct EvaluateArgs {
   std::string device;
   int64_t batch_size = 64;
   int workers = 2;
+  bool strict = false;  // as TrainArgs::strict
 };
 
 struct PredictArgs {

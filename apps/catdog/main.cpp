@@ -2,12 +2,33 @@
 // whether new photographs show a dog or a cat. Only flag parsing lives here (see commands.h).
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "commands.h"
 
 using namespace loom::catdog;
+
+namespace {
+
+// Range checks let NaN through (every comparison with it is false), and "--lr nan" then failed
+// only after the data was loaded; this one runs before them and also names an infinity.
+const CLI::Validator kFinite(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return text + " is not a finite number";
+      return "";
+    },
+    "FINITE", "finite number");
+
+// An output flag given as "" would otherwise mean its default (or fail when writing).
+const CLI::Validator kNonEmpty([](std::string& text) { return text.empty() ? "the path is empty" : ""; },
+                               "PATH", "non-empty path");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"loom-catdog: the seed's cat/dog classifier (train, evaluate, predict)"};
@@ -21,7 +42,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}))->capture_default_str();
   train->add_option("--epochs", t.epochs)->check(CLI::Range(int64_t{1}, int64_t{10000}))->capture_default_str();
   train->add_option("--batch-size", t.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}))->capture_default_str();
-  train->add_option("--lr", t.lr, "Adam's learning rate")->check(CLI::Range(1e-9, 10.0))->capture_default_str();
+  train->add_option("--lr", t.lr, "Adam's learning rate")->check(kFinite)->check(CLI::Range(1e-9, 10.0))->capture_default_str();
   train->add_option("--image-size", t.image_size)->check(CLI::Range(int64_t{8}, int64_t{1024}))->capture_default_str();
   train->add_option("--init", t.init, "weight initialisers: keras (Glorot uniform, zero bias) or pytorch "
                    "(Kaiming uniform); default keras for seed_cnn/classic_cnn, pytorch for resnet18")
@@ -36,23 +57,25 @@ int main(int argc, char** argv) {
                     "nearest (exactly Keras' load_img) or area; recorded in the model file")
       ->check(CLI::IsMember({"nearest", "bilinear", "area"}))->capture_default_str();
   train->add_option("--weight-decay", t.weight_decay, "0: Adam; W > 0: AdamW with decoupled weight decay W")
-      ->check(CLI::Range(0.0, 1e3))->capture_default_str();
+      ->check(kFinite)->check(CLI::Range(0.0, 1e3))->capture_default_str();
   train->add_option("--lr-schedule", t.lr_schedule, "constant or cosine (per epoch, to 0 at the end); "
                     "default: cosine for resnet18, constant otherwise")
       ->check(CLI::IsMember({"constant", "cosine"}));
   train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
   train->add_option("--seed", t.seed)->capture_default_str();
-  train->add_option("--out", t.out, "the model file written at the end")->capture_default_str();
+  train->add_option("--out", t.out, "the model file written at the end")->check(kNonEmpty)->capture_default_str();
   train->add_option("--resume", t.resume, "a checkpoint to continue from");
   train->add_option("--workers", t.workers, "data loader threads")->check(CLI::Range(0, 256))->capture_default_str();
-  train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)");
+  train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)")->check(kNonEmpty);
   train->add_option("--checkpoint-every-steps", t.checkpoint_every_steps, "also checkpoint every N steps")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)");
+  train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)")->check(kNonEmpty);
   train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--deterministic", t.deterministic, "deterministic GPU algorithms");
   train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");
+  train->add_flag("--strict", t.strict, "any image that does not decode is an error (default: left out, "
+                  "with a warning naming it)");
   // Unchecked here: run_train names a bad value (--world-size 0) with the flags it conflicts with.
   int gpus = 0, world_size = 0;
   auto* gpus_flag = train->add_option("--gpus", gpus, "train on N GPUs, one thread per GPU (cuda:0..N-1, NCCL)");
@@ -73,6 +96,7 @@ int main(int argc, char** argv) {
   evaluate->add_option("--device", e.device, "cpu, cuda or cuda:N");
   evaluate->add_option("--batch-size", e.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}));
   evaluate->add_option("--workers", e.workers)->check(CLI::Range(0, 256));
+  evaluate->add_flag("--strict", e.strict, "any image that does not decode is an error (default: left out)");
 
   PredictArgs p;
   auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" for each image");
@@ -80,7 +104,8 @@ int main(int argc, char** argv) {
   predict->add_option("images", p.images, "JPEG or PNG files")->required();
   predict->add_option("--device", p.device, "cpu, cuda or cuda:N");
   predict->add_flag("--json", p.json, "print a JSON list");
-  predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)");
+  predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)")
+      ->check(kNonEmpty);
 
   CLI11_PARSE(app, argc, argv);
   if (gpus_flag->count() > 0) t.gpus = gpus;

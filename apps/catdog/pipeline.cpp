@@ -2,6 +2,8 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 
 #include "commands.h"
 
@@ -29,16 +31,63 @@ data::DecodeOptions decode_options(const io::Preprocessing& p) {
   return o;
 }
 
-ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads) {
+data::OnBadInput on_bad_input(bool strict) { return strict ? data::OnBadInput::Throw : data::OnBadInput::Skip; }
+
+namespace {
+
+// A dataset's samples, noting which ones decoded: InMemoryDataset keeps those, in order, so that
+// its index i is the i-th decoded sample (and the file that gave it can be named).
+class DecodeRecord : public data::Dataset {
+ public:
+  explicit DecodeRecord(const data::Dataset& source) : source_(source), decoded_(source.size(), 0) {}
+  int64_t size() const override { return source_.size(); }
+  data::Example get(int64_t index) const override {
+    data::Example e = source_.get(index);
+    decoded_[index] = 1;  // each index is fetched by one thread
+    return e;
+  }
+  std::vector<int64_t> decoded() const {
+    std::vector<int64_t> indices;
+    for (size_t i = 0; i < decoded_.size(); ++i)
+      if (decoded_[i]) indices.push_back(static_cast<int64_t>(i));
+    return indices;
+  }
+
+ private:
+  const data::Dataset& source_;
+  mutable std::vector<char> decoded_;
+};
+
+}  // namespace
+
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads, data::OnBadInput on_bad_input) {
+  // By default a photograph that does not decode is left out with a warning line, as in a long
+  // run one bad file should not cost the whole training.
   data::ImageFolderOptions options;
   options.decode = decode_options(p);
-  options.on_bad_input = data::OnBadInput::Throw;  // an empty class folder is a user mistake
+  options.on_bad_input = on_bad_input;
   ImageSet set;
-  set.folder = std::make_unique<data::ImageFolder>(dir, options);
-  // A photograph that does not decode is left out with a warning line, as in a long run one bad
-  // file should not cost the whole training.
-  set.images = std::make_unique<data::InMemoryDataset>(*set.folder, std::max(threads, 1));
-  LOOM_CHECK(set.images->size() > 0, dir, ": no image could be decoded");
+  std::unique_ptr<DecodeRecord> record;
+  try {  // only strict mode lets a BadSample out
+    set.folder = std::make_unique<data::ImageFolder>(dir, options);
+    record = std::make_unique<DecodeRecord>(*set.folder);
+    set.images = std::make_unique<data::InMemoryDataset>(*record, std::max(threads, 1), on_bad_input);
+  } catch (const data::BadSample& e) {
+    throw data::BadSample(::loom::detail::concat(e.what(), " (--strict: every image must be usable)"));
+  }
+  set.files = record->decoded();
+  LOOM_ASSERT(static_cast<int64_t>(set.files.size()) == set.images->size());
+  // An empty class, or one whose every image failed, would train a one-class model that scores
+  // 50% and exits 0.
+  std::vector<int64_t> decoded(set.classes().size(), 0), listed(set.classes().size(), 0);
+  for (int64_t i = 0; i < set.folder->size(); ++i) ++listed[set.folder->label(i)];
+  for (const int64_t f : set.files) ++decoded[set.folder->label(f)];
+  for (size_t c = 0; c < decoded.size(); ++c) {
+    const std::string class_dir = (std::filesystem::path(dir) / set.classes()[c]).string();
+    LOOM_CHECK(listed[c] > 0, class_dir, ": the class folder has no images");
+    LOOM_CHECK(decoded[c] > 0, class_dir, ": none of its ", listed[c],
+               " images could be decoded (the warnings above name each one)");
+  }
   return set;
 }
 
@@ -57,14 +106,26 @@ data::AugmentOptions preprocessing_transform(const io::Preprocessing& p) {
 }
 
 data::DataLoaderOptions eval_loader_options(const io::Preprocessing& p, int64_t batch_size,
-                                            Device device, int workers) {
+                                            Device device, int workers, data::OnBadInput on_bad_input) {
   data::DataLoaderOptions o;
+  o.on_bad_input = on_bad_input;
   o.batch_size = batch_size;
   o.shuffle = false;
   o.num_workers = workers;
   o.device = device;
   o.augment = preprocessing_transform(p);
   return o;
+}
+
+void check_finite_outputs(const Tensor& outputs, const std::string& model_path,
+                          const std::function<std::string(int64_t row)>& image_of) {
+  const Tensor o = outputs.detach().cpu().to(kFloat64).contiguous();
+  const std::vector<double> values = o.to_vector<double>();
+  const size_t row = o.dim() > 0 && o.size(0) > 0 ? values.size() / static_cast<size_t>(o.size(0)) : 1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    LOOM_CHECK(std::isfinite(values[i]), model_path, ": a non-finite output (", values[i], ") for ",
+               image_of(static_cast<int64_t>(i / row)), "; are the model's weights finite?");
+  }
 }
 
 train::LossFn loss_for_outputs(int64_t outputs) {

@@ -2,6 +2,7 @@
 // evaluation loader, a subset for quick runs, and the loss that fits a model's head.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,14 +17,22 @@ namespace loom::catdog {
 // torchvision's antialiased Resize.
 data::DecodeOptions decode_options(const io::Preprocessing& p);
 
+// --strict: any photograph that does not decode is an error (Throw); otherwise it is left out
+// with a warning naming it (Skip).
+data::OnBadInput on_bad_input(bool strict);
+
 // A folder of class folders decoded once with decode_options(p) (later epochs decode nothing).
-// An empty class folder or a folder without images is an error naming it.
+// An empty class folder, or a class none of whose images decodes, is an error naming it; any
+// other image that does not decode is left out with a warning (Skip) or is an error (Throw).
 struct ImageSet {
   std::unique_ptr<data::ImageFolder> folder;
   std::unique_ptr<data::InMemoryDataset> images;
+  std::vector<int64_t> files;  // images' index i is the folder's file files[i]
   const std::vector<std::string>& classes() const { return folder->classes(); }
+  const std::string& path(int64_t i) const { return folder->path(files.at(static_cast<size_t>(i))); }
 };
-ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads);
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
+                        data::OnBadInput on_bad_input = data::OnBadInput::Skip);
 
 // `count` samples of `source` chosen by a seeded permutation (both classes stay represented).
 class Subset : public data::Dataset {
@@ -39,8 +48,15 @@ class Subset : public data::Dataset {
 
 // In order, no augmentation: the preprocessing's rescale and mean/std only.
 data::DataLoaderOptions eval_loader_options(const io::Preprocessing& p, int64_t batch_size,
-                                            Device device, int workers);
+                                            Device device, int workers,
+                                            data::OnBadInput on_bad_input = data::OnBadInput::Skip);
 data::AugmentOptions preprocessing_transform(const io::Preprocessing& p);
+
+// Throws naming the model file and the image (image_of(row) for the row of outputs [N, ...]) at
+// the first NaN or infinity: a model with non-finite weights would otherwise answer "cat nan",
+// or score a plausible 50%. Reads the outputs on the host (a sync).
+void check_finite_outputs(const Tensor& outputs, const std::string& model_path,
+                          const std::function<std::string(int64_t row)>& image_of);
 
 // Binary cross-entropy for a one-logit head, cross-entropy for K class logits.
 train::LossFn loss_for_outputs(int64_t outputs);

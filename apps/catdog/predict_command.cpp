@@ -6,12 +6,14 @@
 #include <iostream>
 
 #include "commands.h"
+#include "output_paths.h"
 #include "pipeline.h"
 
 namespace loom::catdog {
 
 int run_predict(const PredictArgs& args) {
   LOOM_CHECK(!args.images.empty(), "predict: no image given");
+  if (!args.dump.empty()) check_output_path("--dump", args.dump);  // before the predictions, not after
   const Device device = parse_device(args.device);
   const io::LoadedModel loaded = io::load_model(args.model, device);
   const io::Preprocessing& prep = loaded.preprocessing;
@@ -27,6 +29,7 @@ int run_predict(const PredictArgs& args) {
     if (prep.channels == 1) image = mean(image.to(kFloat32), {2}, true).to(kUInt8);
     const Tensor x = data::augment_image(image, identity, transform).unsqueeze(0).to(device);
     const Tensor p = nn::predict(*loaded.model, x).cpu();
+    check_finite_outputs(p, args.model, [&](int64_t) { return path; });
     const std::vector<float> probs = p.to_vector<float>();
     if (!args.dump.empty()) {
       inputs.push_back(x.cpu());

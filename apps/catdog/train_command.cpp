@@ -5,7 +5,6 @@
 // the same library on Fashion-MNIST instead (fashion_fallback.cpp).
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -13,6 +12,7 @@
 #include "fashion_fallback.h"
 #include "launch_plan.h"
 #include "lr_plan.h"
+#include "output_paths.h"
 #include "pipeline.h"
 #include "rank_training.h"
 
@@ -112,11 +112,7 @@ void check_train_args(const TrainArgs& a) {
   LOOM_CHECK(a.scale_lr == "off" || a.scale_lr == "linear", "--scale-lr: expected off or linear, got \"",
              a.scale_lr, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
-}
-
-std::string with_suffix(const std::string& path, const std::string& suffix) {
-  const std::filesystem::path p(path);
-  return (p.parent_path() / p.stem()).string() + suffix;
+  LOOM_CHECK(std::isfinite(a.lr) && a.lr > 0.0, "--lr must be a finite number > 0, got ", a.lr);
 }
 
 // The seed's generator with Keras' semantics (keras) or as PyTorch users write it
@@ -151,9 +147,11 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   train_options.num_workers = args.workers;
   train_options.device = rank.device;
   train_options.augment = training_transform(args.augment, args.seed, data.prep);
+  train_options.on_bad_input = on_bad_input(args.strict);
   data::DataLoader train_loader(*data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
-  data::DataLoader val_loader(*data.val, data::eval_shard_options(eval_loader_options(data.prep, 64, rank.device, args.workers),
-                                                                  data.val->size(), rank.shard()));
+  const data::DataLoaderOptions val_options =
+      eval_loader_options(data.prep, 64, rank.device, args.workers, on_bad_input(args.strict));
+  data::DataLoader val_loader(*data.val, data::eval_shard_options(val_options, data.val->size(), rank.shard()));
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
@@ -174,14 +172,14 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
 
   // The callbacks write on rank 0 only.
-  const std::string metrics_csv = args.metrics.empty() ? with_suffix(args.out, ".metrics.csv") : args.metrics;
+  const TrainOutputs outputs = train_outputs(args);
   train::CheckpointOptions ckpt_options;
-  ckpt_options.path = args.checkpoint.empty() ? args.out + ".ckpt" : args.checkpoint;
+  ckpt_options.path = outputs.checkpoint;
   ckpt_options.every_steps = args.checkpoint_every_steps;
   ckpt_options.preprocessing = data.prep;
   ckpt_options.extra = recipe(args, rank.world_size);  // so that --resume can refuse a mismatched run
-  fit.callbacks.push_back(std::make_shared<train::CsvLogger>(metrics_csv));
-  fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(with_suffix(metrics_csv, ".jsonl")));
+  fit.callbacks.push_back(std::make_shared<train::CsvLogger>(outputs.metrics_csv));
+  fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(outputs.metrics_jsonl));
   if (args.print_losses) fit.callbacks.push_back(loss_printer());
   fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ckpt_options));
   fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
@@ -196,6 +194,8 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
 int run_train(const TrainArgs& args) {
   check_train_args(args);
   const LaunchPlan plan = plan_launch(args);
+  // Where the files are written (rank 0), before any data is looked for or read.
+  if (plan.prints()) check_train_outputs(args);
   std::optional<DataSplit> split;
   if (!args.data.empty()) {
     split = split_of(args.data);
@@ -222,8 +222,8 @@ int run_train(const TrainArgs& args) {
   RunData data;
   data.prep.height = data.prep.width = args.image_size;
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
-  ImageSet train_set = load_image_set(split->train_dir, data.prep, args.workers);
-  ImageSet val_set = load_image_set(split->val_dir, data.prep, args.workers);
+  ImageSet train_set = load_image_set(split->train_dir, data.prep, args.workers, on_bad_input(args.strict));
+  ImageSet val_set = load_image_set(split->val_dir, data.prep, args.workers, on_bad_input(args.strict));
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders");
   LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "
@@ -253,7 +253,7 @@ int run_train(const TrainArgs& args) {
     if (rank.rank == 0) history = std::move(h);
   });
   if (!plan.prints()) return 0;
-  const std::string metrics_csv = args.metrics.empty() ? with_suffix(args.out, ".metrics.csv") : args.metrics;
+  const std::string metrics_csv = train_outputs(args).metrics_csv;
   if (!history.epochs.empty()) {
     std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
                 history.epochs.back().at("val_loss"));

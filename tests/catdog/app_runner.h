@@ -118,6 +118,21 @@ inline void expect_clear_error(const std::vector<std::string>& args, const std::
   EXPECT_NE(text.find(fragment), std::string::npos) << text;
 }
 
+// A bad input caught up front: a non-zero exit that is not a signal, within `max_seconds`
+// (before any real work), with every fragment (the file or flag, and the problem) in the
+// output. Returns the output for further checks.
+inline std::string expect_prompt_error(const std::vector<std::string>& args, const std::string& out_prefix,
+                                       const std::vector<std::string>& fragments, double max_seconds = 2.0) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto [status, text] = run_to_end(args, out_prefix);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(status, 0) << text;
+  EXPECT_LT(status, 128) << "crashed: " << text;
+  EXPECT_LT(seconds, max_seconds) << text;
+  for (const std::string& f : fragments) EXPECT_NE(text.find(f), std::string::npos) << "no \"" << f << "\" in: " << text;
+  return text;
+}
+
 // root/{train,val}/{cat,dog}/*.png: small 16x16 pictures, dogs brighter on the left.
 inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val, uint64_t seed) {
   Generator gen(seed);

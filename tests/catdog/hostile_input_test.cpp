@@ -1,0 +1,232 @@
+// loom-catdog under hostile input (issue 14): --strict refuses any unreadable photograph and a
+// class left without one decodable image is always an error; a model whose outputs are not
+// finite is an error in predict and evaluate; bad output paths and non-finite numbers are refused
+// before any data is read. Each ends within 2 s with a message naming the file or flag, and
+// leaves every existing file as it was.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <set>
+
+#include "app_runner.h"
+#include "commands.h"
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Hostile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = (fs::temp_directory_path() / ("loom_catdog_hostile_" + std::to_string(::getpid()))).string();
+    fs::remove_all(root_);
+    testing::make_photo_folder(root_ + "/data", 4, 2, 9);
+    fs::create_directories(root_ + "/run");
+    const auto [status, text] = testing::run_to_end(
+        {"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "4", "--device", "cpu", "--workers",
+         "0", "--out", root_ + "/m.st"}, root_ + "/train");
+    train_status_ = status;
+    train_out_ = text;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static std::vector<std::string> train_args() {
+    return {"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "4", "--device", "cpu",
+            "--workers", "0", "--out", root_ + "/run/m.st"};
+  }
+  // `args` with `flag` set to `value` (replaced, or added: CLI11 takes a flag once).
+  static std::vector<std::string> with_flag(std::vector<std::string> args, const std::string& flag,
+                                            const std::string& value) {
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == flag) {
+        args[i + 1] = value;
+        return args;
+      }
+    }
+    args.insert(args.end(), {flag, value});
+    return args;
+  }
+  static std::string expect_prompt_error(const std::vector<std::string>& args,
+                                         const std::vector<std::string>& fragments) {
+    return testing::expect_prompt_error(args, root_ + "/bad", fragments);
+  }
+  // Refused up front: no data was looked at (the header line comes just before the decoding),
+  // and the output is the one error line (CLI11 adds its --help hint).
+  static void expect_refused_before_data(const std::vector<std::string>& args,
+                                         const std::vector<std::string>& fragments) {
+    const std::string text = expect_prompt_error(args, fragments);
+    EXPECT_EQ(text.find("loom-catdog: data "), std::string::npos) << text;
+    std::istringstream lines(text);
+    int count = 0;
+    for (std::string line; std::getline(lines, line);) count += !line.empty() && line.rfind("Run with --help", 0) != 0;
+    EXPECT_EQ(count, 1) << text;
+  }
+  // A copy of the photo folder under `name`.
+  static std::string data_copy(const std::string& name) {
+    const std::string dir = root_ + "/" + name;
+    fs::remove_all(dir);
+    fs::copy(root_ + "/data", dir, fs::copy_options::recursive);
+    return dir;
+  }
+  static void write_garbage(const std::string& path) { std::ofstream(path, std::ios::binary) << "not an image"; }
+  static std::set<std::string> names_in(const std::string& dir) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+    return names;
+  }
+
+  static std::string root_;
+  static int train_status_;
+  static std::string train_out_;
+};
+std::string Hostile::root_;
+int Hostile::train_status_ = -1;
+std::string Hostile::train_out_;
+
+TEST_F(Hostile, StrictRefusesAnUnreadableImageInTrainAndEvaluate) {
+  ASSERT_EQ(train_status_, 0) << train_out_;
+  const std::string dir = data_copy("one_bad");
+  write_garbage(dir + "/train/dog/bad.png");
+  write_garbage(dir + "/val/cat/+first.jpg");  // first in its class folder (bad.png comes last in its)
+  std::vector<std::string> strict = with_flag(train_args(), "--data", dir);
+  strict.push_back("--strict");
+  expect_prompt_error(strict, {dir + "/train/dog/bad.png", "--strict"});
+  expect_prompt_error({"evaluate", "--model", root_ + "/m.st", "--data", dir, "--device", "cpu", "--strict"},
+                      {dir + "/val/cat/+first.jpg", "--strict"});
+  // Without --strict the photograph is left out with a warning naming it.
+  const auto [status, text] = testing::run_to_end({"evaluate", "--model", root_ + "/m.st", "--data", dir,
+                                                   "--device", "cpu"}, root_ + "/lenient");
+  EXPECT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("+first.jpg"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 images"), std::string::npos) << text;
+  // A library caller's strict mode.
+  catdog::TrainArgs a;
+  a.data = dir;
+  a.device = "cpu";
+  a.epochs = 1;
+  a.workers = 0;
+  a.out = root_ + "/run/lib.st";
+  a.strict = true;
+  EXPECT_LOOM_ERROR(catdog::run_train(a), dir + "/train/dog/bad.png");
+  EXPECT_FALSE(fs::exists(a.out));
+}
+
+TEST_F(Hostile, AClassWithoutOneDecodableImageIsAnError) {
+  const std::string dir = data_copy("dead_class");
+  for (const auto& f : fs::directory_iterator(dir + "/train/dog")) write_garbage(f.path().string());
+  // Not even --strict is needed: a one-class model at 50% is never what was asked for.
+  expect_prompt_error(with_flag(train_args(), "--data", dir), {dir + "/train/dog", "decod"});
+  EXPECT_FALSE(fs::exists(root_ + "/run/m.st"));
+}
+
+TEST_F(Hostile, NonFiniteOutputsAreAnErrorInPredictAndEvaluate) {
+  ASSERT_EQ(train_status_, 0) << train_out_;
+  io::TensorFile file = io::load_safetensors(root_ + "/m.st");
+  for (auto& [name, t] : file.tensors) t.fill_(std::nan(""));
+  const std::string nan_model = root_ + "/nan.st", image = root_ + "/data/val/dog/1.png";
+  io::save_safetensors(nan_model, file.tensors, file.metadata);
+  const std::string text = expect_prompt_error({"predict", "--device", "cpu", "--model", nan_model, image},
+                                               {nan_model, image, "non-finite"});
+  EXPECT_EQ(text.find("dog "), std::string::npos) << text;
+  EXPECT_EQ(text.find("cat "), std::string::npos) << text;
+  expect_prompt_error({"predict", "--json", "--device", "cpu", "--model", nan_model, image},
+                      {nan_model, image, "non-finite"});
+  expect_prompt_error({"evaluate", "--device", "cpu", "--model", nan_model, "--data", root_ + "/data"},
+                      {nan_model, root_ + "/data/val/", "non-finite"});
+}
+
+TEST_F(Hostile, BadOutputPathsAreRefusedBeforeTheDataIsRead) {
+  const std::string fifo = root_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (const std::string flag : {"--out", "--checkpoint", "--metrics"}) {
+    SCOPED_TRACE(flag);
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/no_such/x"),
+                               {flag, root_ + "/no_such", "does not exist"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run"), {flag, root_ + "/run", "is a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run/"), {flag, "is a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/m.st/x"), {flag, root_ + "/m.st", "not a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, ""), {flag, "empty"});
+    // Replacing a FIFO (or a device, as root) with a regular file would damage it.
+    expect_refused_before_data(with_flag(train_args(), flag, fifo), {flag, fifo, "not a regular file"});
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // The JSON lines log beside --metrics too, and predict's --dump.
+  fs::create_directories(root_ + "/run/log.jsonl");
+  expect_refused_before_data(with_flag(train_args(), "--metrics", root_ + "/run/log.csv"),
+                             {"--metrics", root_ + "/run/log.jsonl", "is a folder"});
+  const std::string text = expect_prompt_error({"predict", "--device", "cpu", "--model", root_ + "/m.st", "--dump",
+                                                root_ + "/no_such/d.st", root_ + "/data/val/dog/1.png"},
+                                               {"--dump", root_ + "/no_such", "does not exist"});
+  EXPECT_EQ(text.find("1.png\n"), std::string::npos) << "predicted before checking --dump: " << text;
+}
+
+TEST_F(Hostile, AnUnwritableFolderIsRefusedBeforeTheDataIsRead) {
+  // root writes into a folder of mode 0555 regardless; sysfs refuses new files even to root.
+  std::string folder = root_ + "/read_only";
+  if (::geteuid() == 0) {
+    if (!fs::is_directory("/sys")) GTEST_SKIP() << "running as root and /sys is absent: no folder root cannot write in";
+    folder = "/sys";
+  } else {
+    fs::create_directories(folder);
+    fs::permissions(folder, fs::perms::owner_read | fs::perms::owner_exec);
+  }
+  for (const std::string flag : {"--out", "--checkpoint", "--metrics"}) {
+    SCOPED_TRACE(flag);
+    expect_refused_before_data(with_flag(train_args(), flag, folder + "/loom_catdog_x"), {flag, folder, "cannot create"});
+  }
+  if (folder != "/sys") fs::permissions(folder, fs::perms::owner_all);
+}
+
+TEST_F(Hostile, AFailedRunDamagesNoExistingFile) {
+  const std::string dir = root_ + "/keep";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/m.st") << "the previous model";
+  std::ofstream(dir + "/m.st.ckpt") << "the previous checkpoint";
+  const std::set<std::string> before = names_in(dir);
+  const std::vector<std::string> args = with_flag(train_args(), "--out", dir + "/m.st");
+  // --out's probe (beside it, in its folder) succeeds, then --metrics fails.
+  expect_refused_before_data(with_flag(args, "--metrics", root_ + "/no_such/m.csv"), {"--metrics", "does not exist"});
+  // One file for two outputs: the model would overwrite the checkpoint (or the log) at the end.
+  expect_refused_before_data(with_flag(args, "--checkpoint", dir + "/m.st"), {"--checkpoint", "--out", dir + "/m.st"});
+  expect_refused_before_data(with_flag(args, "--metrics", dir + "/m.st.ckpt"), {"--metrics", "--checkpoint"});
+  EXPECT_EQ(names_in(dir), before);  // no probe left behind
+  EXPECT_EQ(testing::read_text(dir + "/m.st"), "the previous model");
+  EXPECT_EQ(testing::read_text(dir + "/m.st.ckpt"), "the previous checkpoint");
+}
+
+TEST_F(Hostile, NonFiniteNumbersAreRefusedByTheFlagParser) {
+  for (const std::string flag : {"--lr", "--weight-decay"}) {
+    for (const std::string value : {"nan", "NaN", "inf", "1e999"}) {
+      SCOPED_TRACE(flag + " " + value);
+      expect_refused_before_data(with_flag(train_args(), flag, value), {flag, value, "not a finite number"});
+    }
+  }
+}
+
+TEST_F(Hostile, LibraryCallersGetTheSameChecks) {
+  catdog::TrainArgs a;
+  a.data = root_ + "/nowhere";  // the checks come first: this is never looked at
+  a.device = "cpu";
+  a.epochs = 1;
+  a.out = root_ + "/no_such/m.st";
+  EXPECT_LOOM_ERROR(catdog::run_train(a), "--out " + root_ + "/no_such/m.st: the folder " + root_ +
+                                              "/no_such does not exist");
+  a.out = root_ + "/run/m.st";
+  a.checkpoint = root_ + "/run";
+  EXPECT_LOOM_ERROR(catdog::run_train(a), "--checkpoint " + root_ + "/run: is a folder");
+  a.checkpoint.clear();
+  a.data = root_ + "/data";
+  a.lr = std::nan("");
+  EXPECT_LOOM_ERROR(catdog::run_train(a), "--lr must be a finite number > 0, got nan");
+  a.lr = 1e-3;
+  a.out.clear();
+  EXPECT_LOOM_ERROR(catdog::run_train(a), "--out: the path is empty");
+  EXPECT_FALSE(fs::exists(root_ + "/run/m.st"));
+}
+
+}  // namespace
+}  // namespace loom
