@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <thread>
 
 #include <loom/loom.h>
@@ -133,7 +133,7 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
     }
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  LOOM_CHECK(std::ifstream(result_path).good(), "loom-scaling: rank 0 finished but wrote no result to ", result_path);
+  LOOM_CHECK(std::filesystem::exists(result_path), "loom-scaling: rank 0 finished but wrote no result to ", result_path);
   std::string text = io::read_file(result_path);
   std::remove(result_path.c_str());
   return text;
