@@ -13,6 +13,8 @@
 
 #include "io/checkpoint.h"
 #include "io/model_file.h"
+#include "nn/nn.h"
+#include "optim/adam.h"
 
 namespace {
 
