@@ -70,6 +70,13 @@ ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int 
   std::unique_ptr<DecodeRecord> record;
   try {  // only strict mode lets a BadSample out
     set.folder = std::make_unique<data::ImageFolder>(dir, options);
+    // Every image is kept decoded at the model's input size: a model file asking for a huge
+    // input must not make that gigabytes of memory.
+    const double bytes = static_cast<double>(set.folder->size()) * static_cast<double>(p.height) *
+                         static_cast<double>(p.width) * static_cast<double>(p.channels);
+    LOOM_CHECK(bytes <= kMaxDecodedSetBytes, dir, ": ", set.folder->size(), " images at ", p.height, "x", p.width,
+               "x", p.channels, " would take ", static_cast<int64_t>(bytes / (1 << 20)), " MiB decoded, over the limit of ",
+               kMaxDecodedSetBytes / (1 << 20), " MiB (the model's input size comes from its preprocessing)");
     record = std::make_unique<DecodeRecord>(*set.folder);
     set.images = std::make_unique<data::InMemoryDataset>(*record, std::max(threads, 1), on_bad_input);
   } catch (const data::BadSample& e) {
@@ -109,7 +116,9 @@ data::DataLoaderOptions eval_loader_options(const io::Preprocessing& p, int64_t 
                                             Device device, int workers, data::OnBadInput on_bad_input) {
   data::DataLoaderOptions o;
   o.on_bad_input = on_bad_input;
-  o.batch_size = batch_size;
+  // At most kMaxEvalBatchBytes of float32 images a batch, whatever the model's input size.
+  const int64_t image_bytes = std::max<int64_t>(1, p.channels * p.height * p.width * 4);
+  o.batch_size = std::max<int64_t>(1, std::min(batch_size, kMaxEvalBatchBytes / image_bytes));
   o.shuffle = false;
   o.num_workers = workers;
   o.device = device;

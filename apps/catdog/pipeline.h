@@ -21,6 +21,11 @@ data::DecodeOptions decode_options(const io::Preprocessing& p);
 // with a warning naming it (Skip).
 data::OnBadInput on_bad_input(bool strict);
 
+// Limits that keep a model file's input size (its preprocessing) from costing unbounded memory:
+// every image of a folder decoded (uint8), and one evaluation batch (float32, the batch shrinks).
+inline constexpr double kMaxDecodedSetBytes = 16.0 * (1 << 30);
+inline constexpr int64_t kMaxEvalBatchBytes = int64_t{256} << 20;
+
 // A folder of class folders decoded once with decode_options(p) (later epochs decode nothing).
 // An empty class folder, or a class none of whose images decodes, is an error naming it; any
 // other image that does not decode is left out with a warning (Skip) or is an error (Throw).
@@ -31,6 +36,7 @@ struct ImageSet {
   const std::vector<std::string>& classes() const { return folder->classes(); }
   const std::string& path(int64_t i) const { return folder->path(files.at(static_cast<size_t>(i))); }
 };
+// Over kMaxDecodedSetBytes of decoded images is an error before any is decoded.
 ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
                         data::OnBadInput on_bad_input = data::OnBadInput::Skip);
 

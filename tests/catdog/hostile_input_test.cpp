@@ -5,11 +5,13 @@
 // leaves every existing file as it was.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
 #include <set>
 
 #include "app_runner.h"
 #include "commands.h"
+#include "pipeline.h"
 #include "testing.h"
 
 namespace loom {
@@ -226,6 +228,30 @@ TEST_F(Hostile, LibraryCallersGetTheSameChecks) {
   a.out.clear();
   EXPECT_LOOM_ERROR(catdog::run_train(a), "--out: the path is empty");
   EXPECT_FALSE(fs::exists(root_ + "/run/m.st"));
+}
+
+// A model file's preprocessing sets the size every image is decoded to: a huge one must not cost
+// the memory of a whole folder at that size, nor of a batch of them.
+TEST(HostileInputSize, AFolderTooLargeAtTheModelsInputSizeIsRefusedBeforeDecoding) {
+  const fs::path dir = fs::temp_directory_path() / ("loom_catdog_input_size_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::vector<uint8_t> tiny = data::encode_png(full({4, 4, 3}, 90.0, TensorOptions(kUInt8)));
+  for (const char* label : {"cat", "dog"}) {
+    fs::create_directories(dir / label);
+    for (int i = 0; i < 180; ++i) data::write_file((dir / label / (std::to_string(i) + ".png")).string(), tiny);
+  }
+  io::Preprocessing huge;
+  huge.height = huge.width = 4096;  // 360 images x 48 MiB: 17 GiB decoded
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_LOOM_ERROR(catdog::load_image_set(dir.string(), huge, 1), "over the limit of 16384 MiB");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  io::Preprocessing normal;
+  normal.height = normal.width = 64;
+  EXPECT_EQ(catdog::load_image_set(dir.string(), normal, 1).images->size(), 360);
+  EXPECT_EQ(catdog::eval_loader_options(normal, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 64);
+  EXPECT_EQ(catdog::eval_loader_options(huge, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 1)
+      << "a batch of 4096x4096 images is 192 MiB each";
+  fs::remove_all(dir);
 }
 
 }  // namespace
