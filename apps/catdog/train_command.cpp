@@ -93,8 +93,10 @@ void check_resume_recipe(const TrainArgs& args, int world_size) {
   for (const auto& [key, value] : recipe(args, world_size)) {
     const auto it = ckpt.state.extra.find(key);
     const std::string theirs = it != ckpt.state.extra.end() ? it->second : value_before_the_flag(key, args);
+    // The checkpoint's values are untrusted text: quoted at most 80 characters of.
+    const std::string shown = theirs.size() > 80 ? theirs.substr(0, 80) + "..." : theirs;
     LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key, " = ",
-               theirs.empty() ? "(none)" : theirs, ", this run has ", value);
+               theirs.empty() ? "(none)" : shown, ", this run has ", value);
   }
 }
 
