@@ -174,7 +174,8 @@ TEST(ScalingSimulate, OneGpuIsTheDdpWorldOneStep) {
   // Without the world-1 row there is no wrapper cost: the plain model's step, speedup 1.
   scaling::SimulateConfig c = hand_config({1});
   c.run_json_text = run_without_world_one();
-  const scaling::SimRow& plain = simulated(scaling::simulate(c), 1);
+  const scaling::SimReport without = scaling::simulate(c);  // the row below refers into it
+  const scaling::SimRow& plain = simulated(without, 1);
   EXPECT_EQ(plain.step_ms, 10.0);
   EXPECT_EQ(plain.speedup, 1.0);
   EXPECT_EQ(plain.efficiency, 1.0);
