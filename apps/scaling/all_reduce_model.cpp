@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "text_helpers.h"
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,35 +21,13 @@ namespace loom::scaling {
 namespace {
 
 using nlohmann::json;
+using text::bytes_text;
+using text::fixed;
+using text::optional_number;
+using text::optional_string;
 
 // Bytes per microsecond of a bus bandwidth in GB/s (1e9 B/s = 1e3 B/us); infinity stays.
 double bytes_per_us(const LinkModel& link) { return link.busbw_gbps * 1e3; }
-
-std::string bytes_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024) bytes /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4g %s", bytes, units[u]);
-  return text;
-}
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
-
-std::optional<double> optional_number(const json& object, const std::string& key) {
-  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number())
-    return std::nullopt;
-  return object.at(key).get<double>();
-}
-
-std::string optional_string(const json& object, const std::string& key) {
-  if (!object.contains(key) || !object.at(key).is_string()) return "";
-  return object.at(key).get<std::string>();
-}
 
 int log2_ceil(int n) {
   int levels = 0;

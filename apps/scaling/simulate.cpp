@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "text_helpers.h"
 #include <sstream>
 
 namespace loom::scaling {
@@ -15,21 +17,10 @@ namespace loom::scaling {
 namespace {
 
 using nlohmann::json;
-
-std::string bytes_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024) bytes /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4g %s", bytes, units[u]);
-  return text;
-}
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
+using text::bytes_text;
+using text::fixed;
+using text::optional_number;
+using text::optional_string;
 
 // run.json field access that names the field ("baseline.median_ms") when it is wrong.
 const json& member(const json& object, const std::string& key, const std::string& path,
@@ -44,17 +35,6 @@ double positive_number(const json& object, const std::string& key, const std::st
   LOOM_CHECK(v.is_number() && v.get<double>() > 0, source, ": \"", path,
              "\" must be a positive number, got ", v.dump());
   return v.get<double>();
-}
-
-std::optional<double> optional_number(const json& object, const std::string& key) {
-  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number())
-    return std::nullopt;
-  return object.at(key).get<double>();
-}
-
-std::string optional_string(const json& object, const std::string& key) {
-  if (!object.contains(key) || !object.at(key).is_string()) return "";
-  return object.at(key).get<std::string>();
 }
 
 bool ran(const json& row) {
