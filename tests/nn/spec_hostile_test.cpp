@@ -4,6 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "io/crafted_files.h"
 #include "testing.h"
 
 namespace loom::nn {
@@ -19,15 +20,6 @@ std::string error_of(F f) {
   }
   ADD_FAILURE() << "expected a loom::Error";
   return "";
-}
-
-std::string nested_sequential(size_t depth) {
-  std::string spec = R"({"type":"Sequential","config":{"layers":[)";
-  for (size_t i = 1; i < depth; ++i)
-    spec += R"({"name":"0","type":"Sequential","config":{"layers":[)";
-  spec += R"({"name":"0","type":"ReLU"})";
-  for (size_t i = 1; i < depth; ++i) spec += "]}}";
-  return spec + "]}}";
 }
 
 
@@ -53,10 +45,10 @@ TEST(SpecHostile, DeepJsonIsRefusedWithAShortMessage) {
 
 TEST(SpecHostile, DeepSequentialsAreRefusedQuicklyAndSaneOnesBuild) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_NE(error_of([] { from_spec(nested_sequential(5000)); }).find("nested deeper than"),
+  EXPECT_NE(error_of([] { from_spec(testing::nested_sequential_spec(5000)); }).find("nested deeper than"),
             std::string::npos);
   EXPECT_LT(seconds_since(start), 1.0 * testing::kSlowdown);
-  const std::string spec = from_spec(nested_sequential(10))->spec_json();
+  const std::string spec = from_spec(testing::nested_sequential_spec(10))->spec_json();
   EXPECT_EQ(from_spec(spec)->spec_json(), spec);
   size_t levels = 0;
   for (size_t at = spec.find("Sequential"); at != std::string::npos;
