@@ -22,6 +22,15 @@ void write_text(const std::string& path, const std::string& text) {
   loom::io::write_file_atomically(path, [&](const loom::io::ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
+// report.txt, report.json, report.csv (and the chart, when given) under `out`.
+void write_reports(const std::string& out, const loom::scaling::Report& report, const std::string& text,
+                   const std::vector<uint8_t>* png) {
+  write_text(out + "/report.txt", text);
+  write_text(out + "/report.json", loom::scaling::report_json(report));
+  write_text(out + "/report.csv", loom::scaling::report_csv(report));
+  if (png) write_text(out + "/speedup.png", std::string(png->begin(), png->end()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,9 +108,7 @@ int main(int argc, char** argv) {
         std::cout << text;
         if (!out.empty()) {
           std::filesystem::create_directories(out);
-          write_text(out + "/report.txt", text);
-          write_text(out + "/report.json", loom::scaling::report_json(*job));
-          write_text(out + "/report.csv", loom::scaling::report_csv(*job));
+          write_reports(out, *job, text, nullptr);
         }
       }
       return 0;
@@ -131,12 +138,11 @@ int main(int argc, char** argv) {
     const std::string text = loom::scaling::report_text(report);
     std::cout << text;
     if (!out.empty()) {
-      write_text(out + "/report.txt", text);
-      write_text(out + "/report.json", loom::scaling::report_json(report));
-      write_text(out + "/report.csv", loom::scaling::report_csv(report));
-      if (!tta_only) {
+      if (tta_only) {  // no step timing, no chart
+        write_reports(out, report, text, nullptr);
+      } else {
         const std::vector<uint8_t> png = loom::scaling::speedup_chart_png(report, compare_text);
-        write_text(out + "/speedup.png", std::string(png.begin(), png.end()));
+        write_reports(out, report, text, &png);
         std::cout << "loom-scaling: report.txt, report.json, report.csv and speedup.png in " << out << "\n";
       }
     }

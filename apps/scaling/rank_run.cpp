@@ -111,11 +111,6 @@ class StepClock {
   std::vector<Clock::time_point> host_;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The buckets' all-reduces of one step, alone and back to back (no backward to hide behind):
 // the median over repetitions of the time from the first launch to the compute stream's wait
 // for the last, on random data of the buckets' sizes and types.
@@ -267,6 +262,16 @@ class Trainee {
 };
 
 }  // namespace
+
+double quantile(const std::vector<double>& sorted, double q) {
+  return sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return quantile(v, 0.5);
+}
 
 RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, Device device,
                     const dist::GroupPtr& group) {

@@ -38,6 +38,11 @@ struct RankResult {
   int warmup_steps = 0;                 // the untimed steps it ran first
 };
 
+// The nearest-rank quantile of sorted times (q in [0, 1]), and the median of any (0 for none):
+// the one definition every column of the report uses.
+double quantile(const std::vector<double>& sorted, double q);
+double median(std::vector<double> v);
+
 // Runs on every rank of `group` (null: the plain model alone on `device`); every rank returns
 // the same differing_ranks, rank 0's times are the row's (every rank waits for the others each
 // step). The plain model warms up for config.warmup steps and at least config.warmup_seconds;

@@ -18,16 +18,6 @@ namespace loom::scaling {
 
 namespace {
 
-double quantile(const std::vector<double>& sorted, double q) {
-  return sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return quantile(v, 0.5);
-}
-
 void fill_row(Row& row, const RankResult& r, const Config& c) {
   std::vector<double> ms = r.step_ms;
   std::sort(ms.begin(), ms.end());
@@ -36,8 +26,8 @@ void fill_row(Row& row, const RankResult& r, const Config& c) {
   row.p90_ms = quantile(ms, 0.9);
   row.images_per_s = static_cast<double>(row.global_batch) / (row.median_ms / 1e3);
   row.comm_ms = r.comm_ms;
-  if (!r.exposed_comm_ms.empty()) row.exposed_comm_ms = median_of(r.exposed_comm_ms);
-  row.loader_wait_ms = median_of(r.loader_wait_ms);
+  if (!r.exposed_comm_ms.empty()) row.exposed_comm_ms = median(r.exposed_comm_ms);
+  row.loader_wait_ms = median(r.loader_wait_ms);
   row.differing_ranks = r.differing_ranks;
   const int gpus = gpus_used(c, row.world_size);
   if (c.price_per_gpu_hour && gpus > 0) {

@@ -45,15 +45,15 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
   check_accuracy_config(c, a);
   AccuracyRun run;
   run.target = a.target;
+  const double lr = catdog::TrainArgs().lr;
   run.lr_rule = detail::concat(
-      "linear: lr = 0.001 x ranks (Goyal et al. 2017: the global batch is ranks x ", c.batch_per_rank,
-      "), reached from 0.001 by a linear warmup over ", a.warmup_epochs,
+      "linear: lr = ", lr, " x ranks (Goyal et al. 2017: the global batch is ranks x ", c.batch_per_rank,
+      "), reached from ", lr, " by a linear warmup over ", a.warmup_epochs,
       " epochs, iteration by iteration; applied to Adam unchanged (betas 0.9/0.999)");
   for (int n : c.world_sizes) {
     AccuracyRow row;
     row.world_size = n;
     row.global_batch = c.batch_per_rank * n;
-    row.lr = 1e-3 * n;
     row.epochs = a.epochs;
     if (c.placement == Placement::Gpus && n > cuda_device_count()) {
       LOOM_CHECK(c.skip_missing, "--gpus ", n, ": this machine has ", cuda_device_count(), " GPU",
@@ -71,6 +71,7 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     t.limit = a.limit;
     t.scale_lr = "linear";
     t.warmup_epochs = a.warmup_epochs;
+    row.lr = t.lr * n;  // the linear rule's peak, as loom-catdog's make_lr_plan sets it
     const std::string stem = (std::filesystem::path(a.out_dir) / detail::concat("tta_world", n)).string();
     t.out = stem + ".safetensors";
     t.metrics = stem + ".metrics.csv";

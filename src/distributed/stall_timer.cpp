@@ -11,14 +11,16 @@ struct StallTimer::Mark {
 };
 
 StallTimer::StallTimer(Device device, int reserve) : device_(device) {
-  for (int i = 0; i < reserve; ++i) {
-    auto mark = std::make_unique<Mark>();
-    if (device_.is_cuda()) {
-      mark->begin = std::make_unique<cuda::Event>(device_.index);
-      mark->end = std::make_unique<cuda::Event>(device_.index);
-    }
-    spare_.push_back(std::move(mark));
+  for (int i = 0; i < reserve; ++i) spare_.push_back(make_mark());
+}
+
+std::unique_ptr<StallTimer::Mark> StallTimer::make_mark() const {
+  auto mark = std::make_unique<Mark>();
+  if (device_.is_cuda()) {
+    mark->begin = std::make_unique<cuda::Event>(device_.index);
+    mark->end = std::make_unique<cuda::Event>(device_.index);
   }
+  return mark;
 }
 StallTimer::~StallTimer() = default;
 
@@ -32,11 +34,7 @@ void StallTimer::begin() {
     mark = std::move(spare_.back());
     spare_.pop_back();
   } else {
-    mark = std::make_unique<Mark>();
-    if (device_.is_cuda()) {
-      mark->begin = std::make_unique<cuda::Event>(device_.index);
-      mark->end = std::make_unique<cuda::Event>(device_.index);
-    }
+    mark = make_mark();
   }
   if (device_.is_cuda()) {
     mark->begin->record(cuda::current_stream(device_.index));

@@ -32,6 +32,7 @@ class StallTimer {
 
  private:
   struct Mark;
+  std::unique_ptr<Mark> make_mark() const;
   Device device_;
   std::vector<std::unique_ptr<Mark>> marks_;  // begun, not yet taken
   std::vector<std::unique_ptr<Mark>> spare_;  // taken, their events reusable
