@@ -2,10 +2,11 @@
 // step on random inputs, as a user's loop runs them. Median of --iters steps after --warmup;
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
-//                    [--warmup 20] [--iters 100] [--ddp] [--json]
+//                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
-// (NCCL on a GPU, the threads backend on the CPU): plain and DDP steps alternate in blocks, so
-// both see the same clocks, and the row gives DDP's overhead over the plain model.
+// (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
+// (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
+// so all see the same clocks, and each row gives its time against the plain model's.
 // Output follows nccl-tests: '#' lines give the setup, then one row per configuration.
 #include <loom/loom.h>
 
@@ -34,11 +35,18 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// A model (plain, or wrapped in DDP) with its optimizer and one step of training.
+// A model (plain, wrapped in DDP, or stepped through a captured graph) with its optimizer and
+// one step of training.
 struct Trainee {
+  std::string variant;
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<loom::optim::Adam> optimizer;
+  std::unique_ptr<loom::train::CapturedStep> captured;
   void step(const loom::Tensor& images, const loom::Tensor& labels) {
+    if (captured) {
+      captured->run(images, labels);
+      return;
+    }
     loom::Tensor loss = nn::binary_cross_entropy_with_logits(model->forward(images), labels);
     optimizer->zero_grad();
     loss.backward();
@@ -46,15 +54,23 @@ struct Trainee {
   }
 };
 
-Trainee make_trainee(const std::string& name, loom::Device device, dist::GroupPtr group) {
-  loom::manual_seed(1);  // the same weights for the plain and the wrapped model
+Trainee make_trainee(const std::string& variant, const std::string& name, loom::Device device,
+                     dist::GroupPtr group) {
+  loom::manual_seed(1);  // the same weights for every variant
   Trainee t;
+  t.variant = variant;
   t.model = make_model(name);
   t.model->to(device);
   t.model->train();
   if (group) t.model = std::make_shared<dist::DistributedDataParallel>(t.model, group);
   t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
                                                     loom::optim::GroupOptions().with_lr(1e-3));
+  if (variant == "graph") {
+    t.captured = std::make_unique<loom::train::CapturedStep>(
+        *t.model,
+        [](const loom::Tensor& out, const loom::Tensor& y) { return nn::binary_cross_entropy_with_logits(out, y); },
+        *t.optimizer);
+  }
   return t;
 }
 
@@ -92,12 +108,13 @@ void print_row(bool json, const std::string& model, int64_t batch, loom::Device 
                 "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d",
                 model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
                 med, best, iters);
+    if (variant != "plain") std::printf(", \"vs_plain_pct\": %.2f", overhead);
     if (variant == "ddp") std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
     std::printf("}\n");
   } else {
     std::printf("%-12s %6lld %-8s %-6s %12.4f %12.4f", model.c_str(), static_cast<long long>(batch),
                 device.str().c_str(), variant.c_str(), med, best);
-    if (variant == "ddp") std::printf(" %+9.2f%%", overhead);
+    if (variant != "plain") std::printf(" %+9.2f%%", overhead);
     std::printf("\n");
   }
 }
@@ -109,45 +126,45 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100;
-  bool json = false, ddp = false;
+  bool json = false, ddp = false, graph = false;
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", device_name);
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 100000));
   app.add_option("--iters", iters)->check(CLI::Range(1, 100000));
   app.add_flag("--ddp", ddp, "also time the model inside DistributedDataParallel (one rank)");
+  app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep)");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
   try {
     const loom::Device device(device_name);
+    LOOM_CHECK(!graph || device.is_cuda(), "--graph needs --device cuda (CUDA graphs)");
     loom::manual_seed(1);
     // Random (never zero) inputs; labels 0/1.
     const loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
     const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
-    Trainee plain = make_trainee(model_name, device, nullptr);
-    Trainee wrapped;
+    std::vector<Trainee> trainees;
+    trainees.push_back(make_trainee("plain", model_name, device, nullptr));
     dist::GroupPtr group;
     if (ddp) {
       group = device.is_cuda() ? dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index)
                                : dist::make_threads_groups(1, device)[0];
-      wrapped = make_trainee(model_name, device, group);
+      trainees.push_back(make_trainee("ddp", model_name, device, group));
     }
+    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr));
     for (int i = 0; i < warmup; ++i) {
-      plain.step(images, labels);
-      if (ddp) wrapped.step(images, labels);
+      for (Trainee& t : trainees) t.step(images, labels);
     }
-    // Alternating blocks: a clock change or a neighbour's load falls on both variants alike.
-    const int blocks = ddp ? 5 : 1;
-    std::vector<double> plain_ms, ddp_ms;
+    // Alternating blocks: a clock change or a neighbour's load falls on every variant alike.
+    const int blocks = trainees.size() > 1 ? 5 : 1;
+    std::vector<std::vector<double>> ms(trainees.size());
     for (int b = 0; b < blocks; ++b) {
       const int n = iters / blocks + (b < iters % blocks ? 1 : 0);
-      const auto p = time_steps([&] { plain.step(images, labels); }, n, device);
-      plain_ms.insert(plain_ms.end(), p.begin(), p.end());
-      if (ddp) {
-        const auto d = time_steps([&] { wrapped.step(images, labels); }, n, device);
-        ddp_ms.insert(ddp_ms.end(), d.begin(), d.end());
+      for (size_t t = 0; t < trainees.size(); ++t) {
+        const auto block = time_steps([&] { trainees[t].step(images, labels); }, n, device);
+        ms[t].insert(ms[t].end(), block.begin(), block.end());
       }
     }
     if (!json) {
@@ -156,12 +173,11 @@ int main(int argc, char** argv) {
                   iters, std::thread::hardware_concurrency(),
                   ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
       std::printf("%-12s %6s %-8s %-6s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
-                  "min_ms", ddp ? "  overhead" : "");
+                  "min_ms", trainees.size() > 1 ? "  vs plain" : "");
     }
-    print_row(json, model_name, batch, device, "plain", plain_ms, iters, 0.0);
-    if (ddp) {
-      const double overhead = 100.0 * (median(ddp_ms) / median(plain_ms) - 1.0);
-      print_row(json, model_name, batch, device, "ddp", ddp_ms, iters, overhead);
+    for (size_t t = 0; t < trainees.size(); ++t) {
+      const double vs_plain = 100.0 * (median(ms[t]) / median(ms[0]) - 1.0);
+      print_row(json, model_name, batch, device, trainees[t].variant, ms[t], iters, vs_plain);
     }
     return 0;
   } catch (const loom::Error& e) {

@@ -9,6 +9,7 @@
 #include "tensor/shape.h"
 #include "tensor/tensor.h"
 #include "tensor/cuda/caching_allocator.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 #include "ops/ops.h"
 #include "nn/nn.h"

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tensor/cuda/graph.h"
 #include "tensor/shape.h"
 
 namespace loom::dist {
@@ -115,6 +116,12 @@ void ProcessGroup::check_tensor(const char* op, const char* role, const Tensor& 
              " but this group's collectives run on ", device_.str(), " (", who(), ")");
   LOOM_CHECK(t.is_contiguous(), op, ": the ", role, " tensor (shape ", shape_str(t.shape()),
              ", strides ", shape_str(t.strides()), ") must be contiguous; call .contiguous() first");
+  // A backend completes its Works by polling events from its own thread, which a capture's
+  // events do not allow: collectives run eagerly, outside CUDA graphs.
+  if (t.is_cuda()) {
+    cuda::check_not_capturing(t.device().index, op, "loom's process groups run their collectives eagerly "
+                              "(capture the model's steps without DistributedDataParallel)");
+  }
 }
 
 WorkPtr ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op) {

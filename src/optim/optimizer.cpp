@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "tensor/autograd.h"
+#include "tensor/cuda/graph.h"
 
 namespace loom::optim {
 
@@ -105,6 +106,11 @@ void Optimizer::step() {
                  " differs from the parameter (", dtype_name(p.dtype()), ", ", p.device().str(), ")");
       Tensor work = p;
       if (!p.is_contiguous()) {
+        // A graph's refresh reruns this loop without launching: a copy here would run for real.
+        if (p.is_cuda()) {
+          cuda::check_not_capturing(p.device().index, "an optimizer step on a non-contiguous parameter",
+                                    "its update goes through a copy; make the parameter contiguous");
+        }
         work = p.contiguous();
         write_back.emplace_back(p, work);
       }

@@ -53,15 +53,17 @@ LOOM_HOST_DEVICE void sgd_element(T& p, T g, T* buf, const SgdCoeffs<T>& c) {
 }
 
 // The coefficients in T of a step configured in double (AdamConfig, SgdConfig of
-// fused_update.h), for both backends.
+// fused_update.h), for both backends and for a captured graph's kernels, which convert the
+// configuration the host refreshed before the replay (so a replayed step is bit for bit the
+// eager one).
 template <typename T, typename Config>
-AdamCoeffs<T> adam_coeffs(const Config& c) {
+LOOM_HOST_DEVICE AdamCoeffs<T> adam_coeffs(const Config& c) {
   return {T(c.beta1),        T(c.beta2),     T(1.0 - c.beta1),   T(1.0 - c.beta2), T(c.weight_decay),
           T(c.decay_factor), T(c.step_size), T(c.inv_sqrt_bc2), T(c.eps_term),    c.decoupled};
 }
 
 template <typename T, typename Config>
-SgdCoeffs<T> sgd_coeffs(const Config& c) {
+LOOM_HOST_DEVICE SgdCoeffs<T> sgd_coeffs(const Config& c) {
   return {T(c.lr), T(c.weight_decay), T(c.momentum), T(1.0 - c.dampening), c.momentum != 0.0, c.nesterov,
           c.first_step};
 }

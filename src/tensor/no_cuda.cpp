@@ -1,6 +1,7 @@
 // The CUDA entry points of a CPU-only build: no devices, and a clear error wherever a CUDA
 // tensor or stream is asked for (never a silent fallback to the CPU).
 #include "tensor/cuda/caching_allocator.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 #include "tensor/device.h"
 #include "tensor/primitives.h"
@@ -24,6 +25,19 @@ void deallocate(void*) {}
 AllocatorStats allocator_stats(int) { return {}; }
 void reset_peak_stats(int) {}
 void empty_cache() {}
+PoolId create_pool(int) { detail::throw_no_cuda("create_pool"); }
+void use_pool(int, PoolId) { detail::throw_no_cuda("use_pool"); }
+void release_pool(int, PoolId, StreamHandle) {}
+Graph::Graph(int) : device_(0) { detail::throw_no_cuda("Graph"); }
+Graph::~Graph() = default;
+void Graph::capture_begin() { detail::throw_no_cuda("Graph::capture_begin"); }
+void Graph::capture_end() { detail::throw_no_cuda("Graph::capture_end"); }
+void Graph::capture_abort() noexcept {}
+void Graph::refresh(const std::function<void()>&) { detail::throw_no_cuda("Graph::refresh"); }
+void Graph::replay() { detail::throw_no_cuda("Graph::replay"); }
+bool capturing(int) { return false; }
+void check_not_capturing(int, const char*, const char*) {}
+ReplayConstant replay_constant(int, const void*, size_t) { return {nullptr, true}; }
 int current_device() { detail::throw_no_cuda("current_device"); }
 void set_device(int) { detail::throw_no_cuda("set_device"); }
 StreamHandle current_stream(int) { detail::throw_no_cuda("current_stream"); }

@@ -32,7 +32,8 @@ struct TrainContext {
   int64_t step_in_epoch = 0;    // batches of this epoch done
   int64_t global_step = 0;      // batches done since the run began
   bool epoch_finished = false;  // true in on_epoch_end and after
-  Tensor batch_loss;            // the last batch's mean loss (device scalar, no history)
+  Tensor batch_loss;            // the last batch's mean loss (device scalar, no history; under
+                                // FitOptions::capture the next step overwrites it)
   Tensor loss_sum;              // this epoch: sum of loss * batch size (device scalar)
   Tensor correct_sum;           // this epoch: correct predictions (device scalar)
   int64_t samples_seen = 0;     // this epoch

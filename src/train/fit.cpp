@@ -2,6 +2,7 @@
 #include "train/fit.h"
 
 #include <chrono>
+#include <memory>
 
 #include "distributed/launch.h"
 #include "nn/loss.h"
@@ -9,6 +10,7 @@
 #include "ops/ops.h"
 #include "tensor/autograd.h"
 #include "tensor/random.h"
+#include "train/captured_step.h"
 #include "train/progress.h"
 #include "train/ranks.h"
 
@@ -170,6 +172,8 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   // On N ranks a line is due at steps every rank can tell (not on a clock), because drawing one
   // sums the ranks' metrics; options.out, the same on every rank, says whether lines are drawn.
   const bool lockstep = ctx.group != nullptr && options.out != nullptr;
+  std::unique_ptr<CapturedStep> captured;
+  if (options.capture && device.is_cuda()) captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer);
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);
 
   for (; ctx.epoch < options.epochs && !ctx.stop_training; ++ctx.epoch) {
@@ -192,11 +196,18 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch, lockstep);
 
     while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
-      const Tensor outputs = model.forward(batch->images);
-      const Tensor loss = loss_fn(outputs, batch->labels);
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
+      Tensor outputs, loss;
+      if (captured) {
+        CapturedStep::Result r = captured->run(batch->images, batch->labels);
+        outputs = r.outputs;
+        loss = r.loss;
+      } else {
+        outputs = model.forward(batch->images);
+        loss = loss_fn(outputs, batch->labels);
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step();
+      }
       const int64_t n = batch->labels.numel();
       ctx.batch_loss = loss.detach();
       ctx.batch_size = n;

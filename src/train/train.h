@@ -4,6 +4,7 @@
 
 #include "train/callback.h"
 #include "train/callbacks.h"
+#include "train/captured_step.h"
 #include "train/fit.h"
 #include "train/history.h"
 #include "train/progress.h"

@@ -9,7 +9,9 @@ namespace loom::optim::detail {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(kChunkThreads) adam_kernel(TensorListMeta<4> meta, AdamCoeffs<T> c) {
+__global__ void __launch_bounds__(kChunkThreads) adam_kernel(TensorListMeta<4> meta, AdamCoeffs<T> value,
+                                                             const AdamConfig* replayed) {
+  const AdamCoeffs<T> c = replayed != nullptr ? adam_coeffs<T>(*replayed) : value;
   int tensor;
   int64_t n;
   const int64_t start = chunk_start(meta, tensor, n);
@@ -26,12 +28,14 @@ void cuda_fused_adam(const std::vector<Tensor>& params, const std::vector<Tensor
                      const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
                      const AdamConfig& config) {
   if (params.empty()) return;
+  const StepConfig<AdamConfig> step = step_config(params.front(), config);
+  if (!step.launch) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "Adam.step", [&] {
     using T = scalar_t;
     const AdamCoeffs<T> c = adam_coeffs<T>(config);
     multi_tensor_apply<4>({&params, &grads, &exp_avgs, &exp_avg_sqs},
                           [&](const TensorListMeta<4>& meta, int blocks, cudaStream_t stream) {
-                            adam_kernel<T><<<blocks, kChunkThreads, 0, stream>>>(meta, c);
+                            adam_kernel<T><<<blocks, kChunkThreads, 0, stream>>>(meta, c, step.replayed);
                           });
   });
 }

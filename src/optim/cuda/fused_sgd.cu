@@ -10,7 +10,9 @@ namespace {
 
 // Depth 3 carries momentum buffers as the third list; depth 2 runs without momentum.
 template <int Depth, typename T>
-__global__ void __launch_bounds__(kChunkThreads) sgd_kernel(TensorListMeta<Depth> meta, SgdCoeffs<T> c) {
+__global__ void __launch_bounds__(kChunkThreads) sgd_kernel(TensorListMeta<Depth> meta, SgdCoeffs<T> value,
+                                                            const SgdConfig* replayed) {
+  const SgdCoeffs<T> c = replayed != nullptr ? sgd_coeffs<T>(*replayed) : value;
   int tensor;
   int64_t n;
   const int64_t start = chunk_start(meta, tensor, n);
@@ -25,18 +27,20 @@ __global__ void __launch_bounds__(kChunkThreads) sgd_kernel(TensorListMeta<Depth
 void cuda_fused_sgd(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                     const std::vector<Tensor>& momentum_buffers, const SgdConfig& config) {
   if (params.empty()) return;
+  const StepConfig<SgdConfig> step = step_config(params.front(), config);
+  if (!step.launch) return;
   LOOM_DISPATCH_FLOATING(params.front().dtype(), "SGD.step", [&] {
     using T = scalar_t;
     const SgdCoeffs<T> c = sgd_coeffs<T>(config);
     if (c.use_momentum) {
       multi_tensor_apply<3>({&params, &grads, &momentum_buffers},
                             [&](const TensorListMeta<3>& meta, int blocks, cudaStream_t stream) {
-                              sgd_kernel<3, T><<<blocks, kChunkThreads, 0, stream>>>(meta, c);
+                              sgd_kernel<3, T><<<blocks, kChunkThreads, 0, stream>>>(meta, c, step.replayed);
                             });
     } else {
       multi_tensor_apply<2>({&params, &grads},
                             [&](const TensorListMeta<2>& meta, int blocks, cudaStream_t stream) {
-                              sgd_kernel<2, T><<<blocks, kChunkThreads, 0, stream>>>(meta, c);
+                              sgd_kernel<2, T><<<blocks, kChunkThreads, 0, stream>>>(meta, c, step.replayed);
                             });
     }
   });

@@ -10,6 +10,7 @@
 
 #include "optim/fused_update.h"
 #include "tensor/cuda/check.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 
 namespace loom::optim::detail {
@@ -48,6 +49,21 @@ __device__ __forceinline__ int64_t chunk_start(const TensorListMeta<Depth>& meta
   n = meta.sizes[tensor] - start;
   if (n > kBlockSpan) n = kBlockSpan;
   return start;
+}
+
+// A step's configuration as its kernels get it. Outside a CUDA graph it travels by value
+// (`replayed` null); while a graph captures, the kernels read it from the graph's replay
+// constant instead, which the host refreshes before every replay; while the graph refreshes
+// the value is only stored and `launch` is false: the caller returns without launching.
+template <typename Config>
+struct StepConfig {
+  const Config* replayed;
+  bool launch;
+};
+template <typename Config>
+StepConfig<Config> step_config(const Tensor& first, const Config& config) {
+  const cuda::ReplayConstant c = cuda::replay_constant(first.device().index, &config, sizeof config);
+  return {static_cast<const Config*>(c.device_address), c.launch};
 }
 
 // Calls launch(meta, blocks, stream) as often as the lists need (blocks: the grid size, already

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -20,19 +21,28 @@ struct Block {
   int device;
   StreamHandle stream;
   size_t size;  // the bin size actually obtained from cudaMalloc
+  PoolId pool;  // a graph's private pool, or 0
 };
 
 struct DevicePool {
   std::mutex mutex;
   // Free blocks by (stream, bin size): a block only goes back to requests on its own stream.
   std::map<std::pair<StreamHandle, size_t>, std::vector<void*>> free_blocks;
+  // The graphs' private pools: free blocks by bin size, for that pool's captures only.
+  std::map<PoolId, std::map<size_t, std::vector<void*>>> private_free;
+  std::set<PoolId> live_pools;
   AllocatorStats stats;
 };
+
+constexpr int kMaxDevices = 64;
+// The pool this thread's allocations come from, per device (0: the shared cache).
+thread_local PoolId thread_pool[kMaxDevices] = {};
 
 struct Registry {
   std::mutex mutex;  // guards `live`
   std::unordered_map<void*, Block> live;  // every block obtained from cudaMalloc, free or not
-  DevicePool pools[64];
+  DevicePool pools[kMaxDevices];
+  PoolId next_pool = 1;  // guarded by `mutex`
 };
 
 Registry& registry() {
@@ -62,27 +72,39 @@ void release_free_blocks(int device, DevicePool& pool) {
 }  // namespace
 
 void* allocate(size_t nbytes, int device) {
-  LOOM_CHECK(device >= 0 && device < cuda_device_count() && device < 64, "CUDA device ", device,
+  LOOM_CHECK(device >= 0 && device < cuda_device_count() && device < kMaxDevices, "CUDA device ", device,
              " does not exist (", cuda_device_count(), " visible)");
   const size_t size = bin_size(nbytes);
   StreamHandle stream = current_stream(device);
+  const PoolId private_pool = thread_pool[device];
   Registry& r = registry();
   DevicePool& pool = r.pools[device];
   std::lock_guard<std::mutex> lock(pool.mutex);
   ++pool.stats.num_allocations;
 
   void* ptr = nullptr;
-  auto it = pool.free_blocks.find({stream, size});
-  if (it != pool.free_blocks.end() && !it->second.empty()) {
-    ptr = it->second.back();
-    it->second.pop_back();
+  std::vector<void*>* cached = nullptr;
+  if (private_pool != 0) {
+    cached = &pool.private_free[private_pool][size];
+  } else {
+    auto it = pool.free_blocks.find({stream, size});
+    if (it != pool.free_blocks.end()) cached = &it->second;
+  }
+  if (cached != nullptr && !cached->empty()) {
+    ptr = cached->back();
+    cached->pop_back();
   } else {
     DeviceGuard guard(device);
     cudaError_t status = cudaMalloc(&ptr, size);
-    if (status == cudaErrorMemoryAllocation) {
+    // Emptying the cache synchronises the device, which a capture forbids.
+    if (status == cudaErrorMemoryAllocation && private_pool == 0) {
       cudaGetLastError();  // clear the sticky-free error before retrying
       release_free_blocks(device, pool);
       status = cudaMalloc(&ptr, size);
+    }
+    if (status != cudaSuccess && status != cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      LOOM_FAIL("cudaMalloc of ", size, " bytes on cuda:", device, " failed: ", cudaGetErrorString(status));
     }
     if (status != cudaSuccess) {
       cudaGetLastError();
@@ -95,7 +117,7 @@ void* allocate(size_t nbytes, int device) {
     ++pool.stats.num_cuda_mallocs;
     pool.stats.reserved_bytes += static_cast<int64_t>(size);
     std::lock_guard<std::mutex> live_lock(r.mutex);
-    r.live[ptr] = Block{device, stream, size};
+    r.live[ptr] = Block{device, stream, size, private_pool};
   }
   pool.stats.allocated_bytes += static_cast<int64_t>(size);
   pool.stats.peak_allocated_bytes =
@@ -106,17 +128,71 @@ void* allocate(size_t nbytes, int device) {
 void deallocate(void* ptr) {
   if (!ptr) return;
   Registry& r = registry();
-  Block block;
+  int device = 0;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.live.find(ptr);
     LOOM_ASSERT(it != r.live.end(), "freeing a pointer the CUDA allocator does not own");
-    block = it->second;
+    device = it->second.device;
   }
-  DevicePool& pool = r.pools[block.device];
+  DevicePool& pool = r.pools[device];
   std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.free_blocks[{block.stream, block.size}].push_back(ptr);
+  Block block;
+  {
+    // Read again under the pool's lock: release_pool may have moved the block to the cache.
+    std::lock_guard<std::mutex> live_lock(r.mutex);
+    block = r.live.at(ptr);
+  }
+  if (block.pool != 0) {
+    pool.private_free[block.pool][block.size].push_back(ptr);
+  } else {
+    pool.free_blocks[{block.stream, block.size}].push_back(ptr);
+  }
   pool.stats.allocated_bytes -= static_cast<int64_t>(block.size);
+}
+
+PoolId create_pool(int device) {
+  LOOM_CHECK(device >= 0 && device < kMaxDevices, "create_pool: bad device ", device);
+  Registry& r = registry();
+  PoolId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    id = r.next_pool++;
+  }
+  DevicePool& pool = r.pools[device];
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.live_pools.insert(id);
+  return id;
+}
+
+void use_pool(int device, PoolId pool) {
+  LOOM_CHECK(device >= 0 && device < kMaxDevices, "use_pool: bad device ", device);
+  thread_pool[device] = pool;
+}
+
+void release_pool(int device, PoolId id, StreamHandle stream) {
+  LOOM_CHECK(device >= 0 && device < kMaxDevices, "release_pool: bad device ", device);
+  Registry& r = registry();
+  DevicePool& pool = r.pools[device];
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (pool.live_pools.erase(id) == 0) return;
+  // Every block of the pool, free or held, becomes a block of the shared cache on `stream`.
+  {
+    std::lock_guard<std::mutex> live_lock(r.mutex);
+    for (auto& [ptr, block] : r.live) {
+      if (block.device == device && block.pool == id) {
+        block.pool = 0;
+        block.stream = stream;
+      }
+    }
+  }
+  auto it = pool.private_free.find(id);
+  if (it == pool.private_free.end()) return;
+  for (auto& [size, ptrs] : it->second) {
+    auto& shared = pool.free_blocks[{stream, size}];
+    shared.insert(shared.end(), ptrs.begin(), ptrs.end());
+  }
+  pool.private_free.erase(it);
 }
 
 AllocatorStats allocator_stats(int device) {

@@ -1,11 +1,14 @@
 // The CUDA caching allocator: size-binned free lists per (device, stream), so that a training
 // step reuses blocks instead of calling cudaMalloc/cudaFree. Blocks freed on a stream are only
 // handed out again on that stream, whose ordering makes the reuse safe without a sync.
+// A CUDA graph's capture draws from a private pool instead (see graph.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "tensor/cuda/runtime.h"
 
 namespace loom::cuda {
 
@@ -32,5 +35,19 @@ void reset_peak_stats(int device);
 // Returns every cached (free) block of every device to CUDA.
 void empty_cache();
 std::string stats_str(const AllocatorStats& stats);
+
+// Private pools for CUDA graphs. A captured graph writes its memory at the addresses captured
+// each time it replays, so the blocks its capture allocates must never be handed to work
+// outside it: while a thread captures, its allocations on the device come from the graph's
+// pool, and a block of the pool freed (during the capture, or later by a tensor that outlived
+// it) goes back to that pool only.
+using PoolId = uint64_t;  // 0 names the shared cache
+PoolId create_pool(int device);
+// This thread's allocations on `device` come from `pool` from now on (0: the shared cache).
+void use_pool(int device, PoolId pool);
+// The pool's graph is gone and its replays have finished: its free blocks join the shared
+// cache under `stream` (where the replays ran), and so do its blocks still held by tensors,
+// when those are freed.
+void release_pool(int device, PoolId pool, StreamHandle stream);
 
 }  // namespace loom::cuda

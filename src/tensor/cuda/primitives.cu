@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "tensor/cuda/check.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 #include "tensor/primitives.h"
 #include "tensor/random_bits.h"
@@ -165,6 +166,10 @@ void cuda_accumulate(const Tensor& dst, const Tensor& src) {
 }
 
 void cuda_fill_random(const Tensor& dst, const RandomParams& p) {
+  // The generator's offset is a host number: a replay would draw the same numbers every time.
+  cuda::check_not_capturing(dst.device().index, "a random draw (rand, dropout)",
+                            "its generator offset is chosen on the host, so every replay would repeat the "
+                            "capture's numbers");
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
   LOOM_DISPATCH_ALL(dst.dtype(), "random", [&] {
@@ -177,6 +182,8 @@ void cuda_fill_random(const Tensor& dst, const RandomParams& p) {
 void cuda_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
   if (nbytes == 0) return;
   const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
+  cuda::check_not_capturing(gpu.index, "a copy between devices or to or from the host (item(), to(), cpu())",
+                            "it waits for the device, and a capture runs nothing until it is replayed");
   cuda::DeviceGuard guard(gpu.index);
   cudaStream_t stream = cuda::current_stream(gpu.index);
   if (dst_device.is_cuda() && src_device.is_cuda()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/cuda/check.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/device.h"
 
 namespace loom {
@@ -98,11 +99,16 @@ void destroy_stream(int device, StreamHandle stream) {
 }
 
 void synchronize(int device) {
+  check_not_capturing(device, "cuda::synchronize", "the host cannot wait for work that only runs when replayed");
   DeviceGuard guard(device);
   LOOM_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-void synchronize_stream(StreamHandle stream) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+void synchronize_stream(StreamHandle stream) {
+  check_not_capturing(current_device(), "cuda::synchronize_stream",
+                      "the host cannot wait for work that only runs when replayed");
+  LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 Event::Event(int device, bool timing) : device_(device) {
   DeviceGuard guard(device);
@@ -120,9 +126,13 @@ void Event::record(StreamHandle stream) {
 
 void Event::wait(StreamHandle stream) const { LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
 
-void Event::synchronize() const { LOOM_CUDA_CHECK(cudaEventSynchronize(event_)); }
+void Event::synchronize() const {
+  check_not_capturing(device_, "Event::synchronize", "the host cannot wait for work that only runs when replayed");
+  LOOM_CUDA_CHECK(cudaEventSynchronize(event_));
+}
 
 bool Event::query() const {
+  check_not_capturing(device_, "Event::query", "work recorded in a capture has no completion to ask about");
   const cudaError_t status = cudaEventQuery(event_);
   if (status == cudaErrorNotReady) {
     cudaGetLastError();  // "not ready" is an answer, not an error for the next check to find

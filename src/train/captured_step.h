@@ -1,0 +1,73 @@
+// A training step (forward, loss, backward, optimizer step) captured into a CUDA graph and
+// replayed: a step of a small model costs one graph launch instead of some twenty kernel launches,
+// each with its host-side work (autograd, allocation, dispatch). PyTorch users get this with
+// torch.cuda.graph and a capturable optimizer; here it is one object, or FitOptions::capture.
+//
+//   train::CapturedStep step(model, train::binary_cross_entropy_loss(), optimizer);
+//   for (auto& batch : batches) {
+//     train::CapturedStep::Result r = step.run(batch.images, batch.labels);
+//     ... r.loss, r.outputs (valid until the next run of the same shape)
+//   }
+//
+// The first run of each input shape is an ordinary eager step (it creates the optimizer's state
+// and picks the convolution algorithms); the second captures that shape's step and replays it;
+// later runs copy their batch into the graph's static inputs and replay. A last partial batch
+// is simply another shape with its own graph; past `max_graphs` shapes the steps run eagerly.
+// The optimizer's learning rate and step counts are read on the host before every replay
+// (schedules work, and state_dict() stays exact), and a replayed step gives bit for bit the
+// parameters of the eager one. A step that cannot be captured (a host synchronisation such as
+// item(), a random draw such as dropout, a process group's collective) makes run() throw a
+// loom::Error naming what, before anything of that step has run. On the CPU every step is eager.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+#include "optim/optimizer.h"
+#include "train/fit.h"
+
+namespace loom::train {
+
+class CapturedStep {
+ public:
+  struct Options {
+    int warmup_steps = 1;   // eager steps of each shape before it is captured
+    size_t max_graphs = 4;  // shapes with a graph of their own; further shapes run eagerly
+  };
+  CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
+  CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);
+  ~CapturedStep();
+  CapturedStep(const CapturedStep&) = delete;
+  CapturedStep& operator=(const CapturedStep&) = delete;
+
+  struct Result {
+    Tensor loss;     // the step's mean loss, a device scalar without history
+    Tensor outputs;  // the model's outputs, without history
+    bool replayed;   // whether a graph ran this step
+  };
+  // One training step on this batch: zero_grad, forward, loss, backward, optimizer step. After a
+  // replay the results (and the parameters' .grad) are the graph's static tensors, which the
+  // next replay of the same shape overwrites: copy what must outlive it.
+  Result run(const Tensor& inputs, const Tensor& labels);
+
+  int64_t replays() const { return replays_; }
+  int64_t eager_steps() const { return eager_steps_; }
+  size_t graphs() const;  // captured so far
+
+ private:
+  struct Shape;
+  Result eager(const Tensor& inputs, const Tensor& labels);
+  void capture(Shape& shape, const Tensor& inputs, const Tensor& labels);
+  Shape* shape_for(const Tensor& inputs, const Tensor& labels);
+
+  nn::Module& model_;
+  LossFn loss_;
+  optim::Optimizer& optimizer_;
+  Options options_;
+  std::vector<std::unique_ptr<Shape>> shapes_;
+  int64_t replays_ = 0, eager_steps_ = 0;
+};
+
+}  // namespace loom::train

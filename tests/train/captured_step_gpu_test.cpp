@@ -1,0 +1,209 @@
+// train::CapturedStep on the GPU: replayed steps give bit for bit the eager steps' parameters,
+// optimizer state and batch-norm statistics (with a learning-rate change and a second shape in
+// between), steps that cannot be captured are errors that leave the model as it was, and the
+// graph's memory is its own.
+#include <loom/loom.h>
+
+#include "synthetic.h"
+#include "testing.h"
+
+namespace loom {
+namespace {
+
+using train::CapturedStep;
+
+// Conv + batch norm + dense on 8x8 RGB: every kind of state a captured step must carry along.
+std::shared_ptr<nn::Sequential> small_model(uint64_t seed) {
+  Generator gen(seed);
+  auto model = std::make_shared<nn::Sequential>();
+  model->add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::BatchNorm2d>(8));
+  model->add(std::make_shared<nn::ReLU>());
+  model->add(std::make_shared<nn::MaxPool2d>(2));
+  model->add(std::make_shared<nn::Flatten>());
+  model->add(std::make_shared<nn::Linear>(8 * 4 * 4, 1, true, nn::Init::PyTorch, &gen));
+  model->to(kCUDA);
+  return model;
+}
+
+struct Batch {
+  Tensor images, labels;
+};
+
+// Random batches (never zeros) of the given sizes, labels int64 0/1, on the GPU.
+std::vector<Batch> batches(const std::vector<int64_t>& sizes, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<Batch> out;
+  for (int64_t n : sizes) {
+    out.push_back({uniform({n, 3, 8, 8}, -1.0, 1.0, kFloat32, &gen).cuda(),
+                   randint(0, 2, {n}, kInt64, &gen).cuda()});
+  }
+  return out;
+}
+
+void expect_same_state(nn::Module& a, nn::Module& b) {
+  const auto sa = a.state_dict(), sb = b.state_dict();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (const auto& [name, tensor] : sa) {
+    SCOPED_TRACE(name);
+    EXPECT_TENSOR_NEAR(tensor.cpu().to(kFloat64), sb.at(name).cpu().to(kFloat64), 0.0, 0.0);
+  }
+}
+
+TEST(CapturedStep, ReplaysGiveTheEagerStepsBitForBit) {
+  LOOM_REQUIRE_CUDA();
+  testing::DeterministicAlgorithmsGuard deterministic;
+  const train::LossFn loss = train::binary_cross_entropy_loss();
+  auto eager_model = small_model(5), graph_model = small_model(5);
+  optim::Adam eager_opt(eager_model->parameters(), optim::GroupOptions().with_lr(1e-2));
+  optim::Adam graph_opt(graph_model->parameters(), optim::GroupOptions().with_lr(1e-2));
+  CapturedStep step(*graph_model, loss, graph_opt);
+  // Two shapes (a full and a partial batch), a learning-rate change half-way.
+  const std::vector<Batch> data = batches({16, 16, 16, 5, 16, 5, 16, 5, 16, 16, 5, 16}, 31);
+  for (size_t i = 0; i < data.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    if (i == 6) {
+      eager_opt.set_lr(3e-3);
+      graph_opt.set_lr(3e-3);
+    }
+    const Tensor outputs = eager_model->forward(data[i].images);
+    const Tensor eager_loss = loss(outputs, data[i].labels);
+    eager_opt.zero_grad();
+    eager_loss.backward();
+    eager_opt.step();
+    const CapturedStep::Result r = step.run(data[i].images, data[i].labels);
+    EXPECT_EQ(r.loss.item<float>(), eager_loss.item<float>());
+    EXPECT_TENSOR_NEAR(r.outputs.cpu(), outputs.detach().cpu(), 0.0, 0.0);
+    expect_same_state(*eager_model, *graph_model);
+  }
+  EXPECT_EQ(step.graphs(), 2u);
+  EXPECT_EQ(step.eager_steps(), 2);  // the first step of each shape
+  EXPECT_EQ(step.replays(), static_cast<int64_t>(data.size()) - 2);
+  // The optimizer's host-side state follows the replays: counts and buffers as the eager one's.
+  const optim::OptimizerState se = eager_opt.state_dict(), sg = graph_opt.state_dict();
+  EXPECT_EQ(se.scalars, sg.scalars);
+  for (const auto& [name, tensor] : se.tensors) {
+    EXPECT_TENSOR_NEAR(sg.tensors.at(name).cpu(), tensor.cpu(), 0.0, 0.0);
+  }
+  // After a replay the parameters' gradients are the graph's, equal to the eager ones.
+  const auto pe = eager_model->parameters(), pg = graph_model->parameters();
+  step.run(data[0].images, data[0].labels);
+  {
+    const Tensor outputs = eager_model->forward(data[0].images);
+    const Tensor eager_loss = loss(outputs, data[0].labels);
+    eager_opt.zero_grad();
+    eager_loss.backward();
+    eager_opt.step();
+  }
+  for (size_t i = 0; i < pe.size(); ++i) EXPECT_TENSOR_NEAR(pg[i].grad().cpu(), pe[i].grad().cpu(), 0.0, 0.0);
+}
+
+TEST(CapturedStep, SgdWithMomentumReplaysToo) {
+  LOOM_REQUIRE_CUDA();
+  testing::DeterministicAlgorithmsGuard deterministic;
+  const train::LossFn loss = train::binary_cross_entropy_loss();
+  auto eager_model = small_model(8), graph_model = small_model(8);
+  const auto options = optim::GroupOptions().with_lr(0.05).with_momentum(0.9).with_nesterov();
+  optim::SGD eager_opt(eager_model->parameters(), options), graph_opt(graph_model->parameters(), options);
+  CapturedStep step(*graph_model, loss, graph_opt);
+  for (const Batch& b : batches({12, 12, 12, 12, 12}, 41)) {
+    const Tensor eager_loss = loss(eager_model->forward(b.images), b.labels);
+    eager_opt.zero_grad();
+    eager_loss.backward();
+    eager_opt.step();
+    step.run(b.images, b.labels);
+  }
+  EXPECT_EQ(step.replays(), 4);
+  expect_same_state(*eager_model, *graph_model);
+}
+
+// A model whose step draws random numbers (dropout) cannot be replayed: every replay would
+// repeat the capture's mask. The capture fails with an error and nothing of the step runs.
+TEST(CapturedStep, RandomDrawsAndHostReadsAreErrorsNotWrongResults) {
+  LOOM_REQUIRE_CUDA();
+  auto model = small_model(3);
+  model->add(std::make_shared<nn::Dropout>(0.5));
+  optim::Adam opt(model->parameters());
+  CapturedStep step(*model, train::binary_cross_entropy_loss(), opt);
+  const std::vector<Batch> data = batches({4, 4}, 51);
+  step.run(data[0].images, data[0].labels);  // eager
+  const auto before = model->state_dict();
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, t] : before) copies[name] = t.cpu().clone();
+  EXPECT_LOOM_ERROR(step.run(data[1].images, data[1].labels), "random draw");
+  for (const auto& [name, t] : model->state_dict()) EXPECT_TENSOR_NEAR(t.cpu(), copies.at(name), 0.0, 0.0);
+  // The thread is not left capturing: eager work runs again.
+  EXPECT_FALSE(cuda::capturing(0));
+  EXPECT_EQ(sum(ones({3}, kCUDA) * 2).item<float>(), 6.0f);
+
+  // A loss that reads a value on the host inside the step.
+  auto model2 = small_model(4);
+  optim::Adam opt2(model2->parameters());
+  const train::LossFn reading = [](const Tensor& outputs, const Tensor& labels) {
+    const Tensor l = train::binary_cross_entropy_loss()(outputs, labels);
+    (void)l.item<float>();
+    return l;
+  };
+  CapturedStep step2(*model2, reading, opt2);
+  step2.run(data[0].images, data[0].labels);
+  EXPECT_LOOM_ERROR(step2.run(data[1].images, data[1].labels), "cannot be captured");
+  EXPECT_FALSE(cuda::capturing(0));
+}
+
+// Eager tensors allocated after the capture never share memory with the graph: replays leave
+// them intact.
+TEST(CapturedStep, TheGraphsMemoryIsPrivate) {
+  LOOM_REQUIRE_CUDA();
+  auto model = small_model(6);
+  optim::Adam opt(model->parameters());
+  CapturedStep step(*model, train::binary_cross_entropy_loss(), opt);
+  const std::vector<Batch> data = batches({16, 16, 16}, 61);
+  step.run(data[0].images, data[0].labels);
+  step.run(data[1].images, data[1].labels);  // captured
+  // Tensors of every size the step's intermediates have, filled with a known pattern.
+  std::vector<Tensor> bystanders, expected;
+  Generator gen(62);
+  for (int64_t n : {16 * 8 * 8 * 8, 16 * 8 * 4 * 4, 16, 1, 8, 8 * 3 * 3 * 3, 128}) {
+    for (int k = 0; k < 3; ++k) {
+      expected.push_back(uniform({n}, 1.0, 2.0, kFloat32, &gen));
+      bystanders.push_back(expected.back().cuda());
+    }
+  }
+  for (int i = 0; i < 5; ++i) step.run(data[2].images, data[2].labels);
+  for (size_t i = 0; i < bystanders.size(); ++i) EXPECT_TENSOR_NEAR(bystanders[i].cpu(), expected[i], 0.0, 0.0);
+  EXPECT_EQ(step.replays(), 6);
+}
+
+// fit with FitOptions::capture trains exactly as without.
+TEST(CapturedStep, FitWithCaptureMatchesFitWithout) {
+  LOOM_REQUIRE_CUDA();
+  testing::DeterministicAlgorithmsGuard deterministic;
+  const testing::HalvesDataset dataset(40, 71);
+  auto run = [&](bool capture) {
+    auto model = small_model(9);
+    optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-2));
+    data::DataLoaderOptions lo;
+    lo.batch_size = 16;  // 40 = 16 + 16 + 8: a partial last batch
+    lo.shuffle = true;
+    lo.seed = 3;
+    lo.device = kCUDA;
+    data::DataLoader loader(dataset, lo);
+    train::FitOptions fo;
+    fo.epochs = 3;
+    fo.out = nullptr;
+    fo.capture = capture;
+    train::History h = train::fit(*model, train::binary_cross_entropy_loss(), opt, loader, nullptr, fo);
+    return std::make_pair(h, model);
+  };
+  auto [eager_history, eager_model] = run(false);
+  auto [graph_history, graph_model] = run(true);
+  ASSERT_EQ(eager_history.epochs.size(), 3u);
+  for (size_t e = 0; e < 3; ++e) {
+    EXPECT_EQ(graph_history.epochs[e].at("loss"), eager_history.epochs[e].at("loss"));
+    EXPECT_EQ(graph_history.epochs[e].at("accuracy"), eager_history.epochs[e].at("accuracy"));
+  }
+  expect_same_state(*eager_model, *graph_model);
+}
+
+}  // namespace
+}  // namespace loom
