@@ -105,9 +105,10 @@ void print_row(bool json, const std::string& model, int64_t batch, loom::Device 
   const double med = median(ms), best = *std::min_element(ms.begin(), ms.end());
   if (json) {
     std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
-                "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d",
+                "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d, "
+                "\"conv_benchmark\": %s",
                 model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
-                med, best, iters);
+                med, best, iters, loom::conv_benchmark() ? "true" : "false");
     if (variant != "plain") std::printf(", \"vs_plain_pct\": %.2f", overhead);
     if (variant == "ddp") std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
     std::printf("}\n");
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100;
-  bool json = false, ddp = false, graph = false;
+  bool json = false, ddp = false, graph = false, conv_benchmark = false;
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", device_name);
@@ -134,12 +135,15 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters)->check(CLI::Range(1, 100000));
   app.add_flag("--ddp", ddp, "also time the model inside DistributedDataParallel (one rank)");
   app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep)");
+  app.add_flag("--conv-benchmark", conv_benchmark,
+               "choose cuDNN's convolution algorithms by timing them (loom::set_conv_benchmark)");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
   try {
     const loom::Device device(device_name);
     LOOM_CHECK(!graph || device.is_cuda(), "--graph needs --device cuda (CUDA graphs)");
+    loom::set_conv_benchmark(conv_benchmark);
     loom::manual_seed(1);
     // Random (never zero) inputs; labels 0/1.
     const loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
@@ -169,8 +173,9 @@ int main(int argc, char** argv) {
     }
     if (!json) {
       std::printf("# loom train_step_bench: forward + BCE-with-logits + backward + Adam, random inputs\n");
-      std::printf("# device %s, warmup %d, iters %d, CPU threads %u%s\n", device.str().c_str(), warmup,
-                  iters, std::thread::hardware_concurrency(),
+      std::printf("# device %s, warmup %d, iters %d, CPU threads %u, conv algorithms by %s%s\n",
+                  device.str().c_str(), warmup, iters, std::thread::hardware_concurrency(),
+                  conv_benchmark ? "timing" : "heuristics",
                   ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
       std::printf("%-12s %6s %-8s %-6s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
                   "min_ms", trainees.size() > 1 ? "  vs plain" : "");

@@ -62,11 +62,7 @@ Tensor picked_negative(const Tensor& log_probs, const Tensor& targets) {
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                         Reduction reduction) {
   const Tensor y = matching_targets("binary_cross_entropy_with_logits", logits, targets);
-  // maximum() splits the gradient on ties and abs() has gradient 0 at 0, so at x = 0 the
-  // gradient is exactly sigmoid(0) - y, as everywhere else.
-  const Tensor positive = maximum(logits, zeros_like(logits));
-  const Tensor losses = positive - logits * y + log(exp(neg(abs(logits))) + 1.0);
-  return reduce(losses, reduction);
+  return reduce(bce_with_logits_terms(logits, y), reduction);
 }
 
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets, Reduction reduction,

@@ -13,6 +13,7 @@ namespace loom {
 namespace {
 
 std::atomic<bool> g_deterministic{false};
+std::atomic<bool> g_benchmark{false};
 std::atomic<bool> g_allow_tf32{true};
 
 // Padding before and after along one axis.
@@ -82,6 +83,8 @@ detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tenso
 
 void set_deterministic(bool deterministic) { g_deterministic = deterministic; }
 bool deterministic() { return g_deterministic; }
+void set_conv_benchmark(bool benchmark) { g_benchmark = benchmark; }
+bool conv_benchmark() { return g_benchmark; }
 
 void set_conv_allow_tf32(bool allow) { g_allow_tf32 = allow; }
 bool conv_allow_tf32() { return g_allow_tf32; }

@@ -40,6 +40,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 void set_deterministic(bool deterministic);
 bool deterministic();
 
+// Chooses each cuDNN convolution's algorithms by timing them (once per shape and device, on the
+// first call's own buffers, within the workspace limit) instead of by cuDNN's heuristics, as
+// PyTorch's torch.backends.cudnn.benchmark: faster steps after a slower first one. Off by
+// default. With set_deterministic(true) only deterministic algorithms are timed; the choice may
+// still differ between runs, so bitwise reproducibility across runs needs benchmark mode off.
+void set_conv_benchmark(bool benchmark);
+bool conv_benchmark();
+
 // Lets cuDNN convolutions on float32 use TF32 tensor cores (inputs rounded to a 10-bit
 // mantissa, accumulation in float32): several times faster on Ampere and later GPUs, with
 // results within ~1e-3 relative of full float32 instead of ~1e-6. On by default, as PyTorch's

@@ -127,6 +127,21 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
       });
 }
 
+Tensor bce_with_logits_terms(const Tensor& logits, const Tensor& targets) {
+  Tensor out = run_floating(Op::BceWithLogits, "binary_cross_entropy_with_logits", {logits, targets});
+  return record("binary_cross_entropy_with_logits", out, {logits, targets},
+                [x = logits.detach(), y = targets.detach(), nx = logits.requires_grad(),
+                 ny = targets.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+                  return {grad_if(nx,
+                                  [&] {
+                                    return reduce_to(run_floating(Op::BceWithLogitsBackward,
+                                                                  "binary_cross_entropy_with_logits", {g, x, y}),
+                                                     x.shape());
+                                  }),
+                          grad_if(ny, [&] { return reduce_to(neg(mul(g, x)), y.shape()); })};
+                });
+}
+
 // ---- with a number ------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, double b) {

@@ -37,6 +37,10 @@ Tensor lt(const Tensor& a, double b);
 Tensor ge(const Tensor& a, double b);
 Tensor le(const Tensor& a, double b);
 Tensor eq(const Tensor& a, double b);
+// The per-element binary cross-entropy of logits against targets (broadcast together),
+// max(x, 0) - x y + log(1 + exp(-|x|)), in one kernel, with its gradient in one more:
+// d/dx = sigmoid(x) - y, d/dy = -x. nn::binary_cross_entropy_with_logits reduces it.
+Tensor bce_with_logits_terms(const Tensor& logits, const Tensor& targets);
 // cond (uint8, non-zero = take a) broadcasts with a and b.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 

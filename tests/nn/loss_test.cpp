@@ -54,6 +54,20 @@ TEST(Loss, BceWithLogitsGradientIsSigmoidMinusTarget) {
     EXPECT_NEAR(g[i], 1 / (1 + std::exp(-xv[i])) - yv[i], 1e-12);
 }
 
+// The fused kernel's gradient for the targets too (soft labels that require grad), and exactly
+// 1/2 - y at x = 0.
+TEST(Loss, BceWithLogitsGradientsForBothInputs) {
+  const Tensor x = random_leaf({2, 5}, 22, 3.0);
+  const Tensor y = random_leaf({2, 5}, 23, 0.3);
+  testing::Function f = [](const std::vector<Tensor>& in) {
+    return binary_cross_entropy_with_logits(in[0], in[1], Reduction::None);
+  };
+  EXPECT_GRADCHECK(f, (std::vector<Tensor>{x, y}));
+  const Tensor zero = zeros({3}, kFloat64).requires_grad_();
+  binary_cross_entropy_with_logits(zero, from_vector<double>({0, 1, 0.25}), Reduction::Sum).backward();
+  EXPECT_EQ(zero.grad().to_vector<double>(), (std::vector<double>{0.5, -0.5, 0.25}));
+}
+
 TEST(Loss, BinaryCrossEntropyClampsLikeKeras) {
   const Tensor p = from_vector<double>({0.2, 0.9, 0.0, 1.0}, {4});
   const Tensor y = from_vector<double>({0, 1, 1, 0}, {4});

@@ -132,5 +132,51 @@ TEST(Conv2dCuda, DeterministicAlgorithmsRepeatBitwise) {
   EXPECT_EQ(grads[0], grads[1]);
 }
 
+// Benchmark mode times the algorithms on the call's own buffers: results stay those of
+// full float32 (TF32 off), the first call of a shape searches once per pass, later calls reuse
+// the timed choice, and the timing search never leaks into the call's output.
+TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
+  LOOM_REQUIRE_CUDA();
+  const ConvTf32Scope full(false);
+  set_conv_benchmark(true);
+  EXPECT_TRUE(conv_benchmark());
+  const std::vector<GpuCase> cases = {
+      {{6, 3, 64, 64}, {32, 3, 3, 3}, Conv2dOptions().stride(3)},
+      {{4, 7, 15, 13}, {9, 7, 3, 3}, Conv2dOptions().padding(1)},
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dOptions().stride(2).padding(Padding::Same)},
+  };
+  uint64_t seed = 40;
+  for (const GpuCase& c : cases) {
+    SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
+    Generator gen(seed++);
+    const Tensor x = randn(c.x, kFloat32, &gen), w = uniform(c.w, -0.5, 0.5, kFloat32, &gen);
+    const Tensor b = randn({c.w[0]}, kFloat32, &gen);
+    const Conv2dOptions opt = c.opt;
+    const int64_t before = conv_algorithm_searches();
+    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+                       {x, w, b}, 5e-4, 1e-4);
+    EXPECT_EQ(conv_algorithm_searches(), before + 3);
+    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+                       {x, w, b}, 5e-4, 1e-4);
+    EXPECT_EQ(conv_algorithm_searches(), before + 3);
+  }
+  // Deterministic and benchmark together: the timed choice among deterministic algorithms
+  // repeats bitwise within the run.
+  set_deterministic(true);
+  Generator gen(50);
+  Tensor x = randn({8, 16, 20, 20}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  Tensor w = randn({16, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
+  std::vector<std::vector<float>> grads;
+  for (int i = 0; i < 2; ++i) {
+    x.set_grad(Tensor()), w.set_grad(Tensor());
+    Tensor y = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
+    y.backward(ones_like(y));
+    grads.push_back(w.grad().cpu().to_vector<float>());
+  }
+  set_deterministic(false);
+  set_conv_benchmark(false);
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
 }  // namespace
 }  // namespace loom

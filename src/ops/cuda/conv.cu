@@ -1,8 +1,9 @@
 // conv2d on cuDNN: forward, backward data and backward filter; the bias gradient is loom's own
 // per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass's
-// algorithm is chosen once per (shapes, dtype, geometry, determinism, TF32 permission) from
-// cuDNN's ranked heuristics, allowing workspaces up to a limit, and cached with its math type
-// and workspace size; workspaces come from the caching allocator.
+// algorithm is chosen once per (shapes, dtype, geometry, determinism, TF32 permission, benchmark
+// mode) from cuDNN's ranked heuristics or, in benchmark mode, by timing the candidates on the
+// call's own buffers (cudnnFind*Ex), allowing workspaces up to a limit, and cached with its
+// math type and workspace size; workspaces come from the caching allocator.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -13,6 +14,7 @@
 #include "ops/conv_kernels.h"
 #include "ops/cuda/channel_reduce.cuh"
 #include "ops/cuda/cudnn_handle.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 
 namespace loom::detail {
@@ -21,7 +23,7 @@ namespace {
 
 enum class Pass : int64_t { Forward, BackwardData, BackwardFilter };
 
-using AlgoKey = std::array<int64_t, 18>;
+using AlgoKey = std::array<int64_t, 19>;
 
 struct AlgoChoice {
   int algo = 0;
@@ -30,6 +32,8 @@ struct AlgoChoice {
 };
 
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
+// The scratch a timed search lends the candidates: those that need more are not timed.
+constexpr size_t kMaxSearchWorkspace = size_t(512) << 20;
 
 // The most workspace an algorithm may ask for: 1 GiB, or half the device's free memory when
 // that is less (the caching allocator may still hold much more in reusable blocks).
@@ -51,6 +55,8 @@ struct AlgoCache {
 };
 
 // The cached choice for `key`, or the result of `search` (run once, under the device's lock).
+// A search made while a CUDA graph captures is not cached: it used the heuristics (a timed search
+// runs kernels, which a capture would record), and eager calls of that shape still time theirs.
 template <typename Search>
 AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
   static AlgoCache caches[kMaxDevices];
@@ -61,7 +67,7 @@ AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
   if (it != cache.choices.end()) return it->second;
   const AlgoChoice choice = search();
   ++g_searches;
-  cache.choices.emplace(key, choice);
+  if (!cuda::capturing(static_cast<int>(key[2]))) cache.choices.emplace(key, choice);
   return choice;
 }
 
@@ -95,6 +101,8 @@ AlgoChoice pick(const Perf* results, int count, const char* pass, bool allow_tf3
   LOOM_FAIL("conv2d: cuDNN offers no usable ", pass, " algorithm",
             need_deterministic ? " that is deterministic" : "", " for this shape");
 }
+
+void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 
 // cuDNN pads symmetrically. Keras' 'same' may put one more row/column after than before: the
 // geometry cuDNN sees pads both sides by the smaller amount, and the input gets the rest as
@@ -143,7 +151,15 @@ struct CudnnConv {
   AlgoKey key(Pass pass) const {
     return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
             s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, allow_tf32 ? 1 : 0};
+            s.dil_h, s.dil_w, allow_tf32 ? 1 : 0, conv_benchmark() ? 1 : 0};
+  }
+
+  // Whether this pass's search times the candidates: benchmark mode, and not inside a capture.
+  bool timed_search() const { return conv_benchmark() && !cuda::capturing(device); }
+  // Scratch for a timed search, and its size.
+  std::pair<Tensor, size_t> search_workspace() const {
+    const size_t bytes = std::min(kMaxSearchWorkspace, workspace_limit(device));
+    return {workspace(bytes), bytes};
   }
 
   // The math type the heuristics see: tensor-op math lets them offer TF32 algorithms.
@@ -162,14 +178,25 @@ struct CudnnConv {
                  : Tensor();
   }
 
-  AlgoChoice forward_algorithm() const {
+  // The buffers are the call's own: a timed search writes its output (which the call then
+  // overwrites) and reads its inputs.
+  AlgoChoice forward_algorithm(const void* xd, const void* wd, void* yd) const {
     return cached_algorithm(key(Pass::Forward), [&] {
       cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int count = 0;
       prepare_search();
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      AlgoChoice c = pick(results, count, "forward", allow_tf32, workspace_limit(device));
+      size_t limit = workspace_limit(device);
+      if (timed_search()) {
+        const auto [ws, bytes] = search_workspace();
+        limit = bytes;
+        LOOM_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            handle, x.get(), xd, w.get(), wd, conv.get(), y.get(), yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+            results, data_or_null(ws), bytes));
+      } else {
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+            handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
+      }
+      AlgoChoice c = pick(results, count, "forward", allow_tf32, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
           handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
@@ -178,15 +205,24 @@ struct CudnnConv {
     });
   }
 
-  AlgoChoice backward_data_algorithm() const {
+  AlgoChoice backward_data_algorithm(const void* wd, const void* dyd, void* dxd) const {
     return cached_algorithm(key(Pass::BackwardData), [&] {
       cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
       prepare_search();
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
-          results));
-      AlgoChoice c = pick(results, count, "backward-data", allow_tf32, workspace_limit(device));
+      size_t limit = workspace_limit(device);
+      if (timed_search()) {
+        const auto [ws, bytes] = search_workspace();
+        limit = bytes;
+        LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            handle, w.get(), wd, y.get(), dyd, conv.get(), x.get(), dxd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+            &count, results, data_or_null(ws), bytes));
+      } else {
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+            results));
+      }
+      AlgoChoice c = pick(results, count, "backward-data", allow_tf32, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
           handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
@@ -195,15 +231,24 @@ struct CudnnConv {
     });
   }
 
-  AlgoChoice backward_filter_algorithm() const {
+  AlgoChoice backward_filter_algorithm(const void* xd, const void* dyd, void* dwd) const {
     return cached_algorithm(key(Pass::BackwardFilter), [&] {
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
       prepare_search();
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-          results));
-      AlgoChoice c = pick(results, count, "backward-filter", allow_tf32, workspace_limit(device));
+      size_t limit = workspace_limit(device);
+      if (timed_search()) {
+        const auto [ws, bytes] = search_workspace();
+        limit = bytes;
+        LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            handle, x.get(), xd, y.get(), dyd, conv.get(), w.get(), dwd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            &count, results, data_or_null(ws), bytes));
+      } else {
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+            results));
+      }
+      AlgoChoice c = pick(results, count, "backward-filter", allow_tf32, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
           handle, x.get(), y.get(), conv.get(), w.get(),
@@ -212,8 +257,6 @@ struct CudnnConv {
     });
   }
 };
-
-void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 
 template <typename T>
 struct SumTerm {
@@ -258,7 +301,7 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   const Tensor xs = needs_extra_padding(g) ? pad_extra(x, g, s) : x;
   Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options());
   const CudnnConv c(s, x.dtype(), device);
-  const AlgoChoice algo = c.forward_algorithm();
+  const AlgoChoice algo = c.forward_algorithm(xs.raw_data(), weight.raw_data(), y.raw_data());
   c.use(algo);
   const Tensor ws = c.workspace(algo.workspace);
   LOOM_CUDNN_CHECK(cudnnConvolutionForward(
@@ -288,7 +331,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   if (need_weight) {
     grads.weight = empty(weight.shape(), weight.options());
     const Tensor xs = extra ? pad_extra(x, g, s) : x;
-    const AlgoChoice algo = c.backward_filter_algorithm();
+    const AlgoChoice algo = c.backward_filter_algorithm(xs.raw_data(), grad_out.raw_data(), grads.weight.raw_data());
     c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
@@ -298,7 +341,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   }
   if (need_input) {
     Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options());
-    const AlgoChoice algo = c.backward_data_algorithm();
+    const AlgoChoice algo = c.backward_data_algorithm(weight.raw_data(), grad_out.raw_data(), dxs.raw_data());
     c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(

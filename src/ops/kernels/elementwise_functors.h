@@ -250,6 +250,17 @@ struct Pow {
   LOOM_HOST_DEVICE T operator()(T a, T b) const { return std::pow(a, b); }
 };
 
+// Binary cross-entropy of a logit x against a target y, in the stable form
+// max(x, 0) - x y + log(1 + exp(-|x|)): one kernel instead of the seven of its composition.
+template <typename T>
+struct BceWithLogits {
+  using signature = Sig<T, T, T>;
+  LOOM_HOST_DEVICE T operator()(T x, T y) const {
+    const T ax = x < T(0) ? -x : x;
+    return (x > T(0) ? x : T(0)) - x * y + std::log1p(std::exp(-ax));
+  }
+};
+
 template <typename T>
 struct Where {
   using signature = Sig<T, uint8_t, T, T>;
@@ -312,6 +323,13 @@ struct ExtremumBackward {
     const bool wins = kMax ? self > other : self < other;
     return wins ? g : (self == other ? g * T(0.5) : T(0));
   }
+};
+
+// d/dx of BceWithLogits: g (sigmoid(x) - y), exactly 1/2 - y at x = 0.
+template <typename T>
+struct BceWithLogitsBackward {
+  using signature = Sig<T, T, T, T>;
+  LOOM_HOST_DEVICE T operator()(T g, T x, T y) const { return g * (T(1) / (T(1) + std::exp(-x)) - y); }
 };
 
 template <typename T>

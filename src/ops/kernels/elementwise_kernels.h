@@ -18,14 +18,14 @@ enum class ElementwiseOp {
   AddScalar, MulScalar, DivScalar, RDivScalar,
   EqScalar, LtScalar, LeScalar, GtScalar, GeScalar,
   // (a, b)
-  Add, Sub, Mul, Div, Maximum, Minimum, Pow,
+  Add, Sub, Mul, Div, Maximum, Minimum, Pow, BceWithLogits,
   Eq, Ne, Lt, Le, Gt, Ge,
   // (cond, a, b)
   Where,
   // (grad, saved)
   ReluBackward, LeakyReluBackward, SigmoidBackward, TanhBackward, AbsBackward, ClampBackward,
   // (grad, self, other)
-  MaximumBackward, MinimumBackward,
+  MaximumBackward, MinimumBackward, BceWithLogitsBackward,
 };
 // clang-format on
 

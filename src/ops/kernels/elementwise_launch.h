@@ -103,6 +103,7 @@ void visit_elementwise(ElementwiseOp op, DType dtype, const char* name, const Op
     case Op::Maximum: return on_floating<Maximum>(dtype, name, p, v);
     case Op::Minimum: return on_floating<Minimum>(dtype, name, p, v);
     case Op::Pow: return on_floating<Pow>(dtype, name, p, v);
+    case Op::BceWithLogits: return on_floating<BceWithLogits>(dtype, name, p, v);
     case Op::Eq: return on_all<Eq>(dtype, name, p, v);
     case Op::Ne: return on_all<Ne>(dtype, name, p, v);
     case Op::Lt: return on_all<Lt>(dtype, name, p, v);
@@ -118,6 +119,7 @@ void visit_elementwise(ElementwiseOp op, DType dtype, const char* name, const Op
     case Op::ClampBackward: return on_floating<ClampBackward>(dtype, name, p, v);
     case Op::MaximumBackward: return on_floating<MaximumBackward>(dtype, name, p, v);
     case Op::MinimumBackward: return on_floating<MinimumBackward>(dtype, name, p, v);
+    case Op::BceWithLogitsBackward: return on_floating<BceWithLogitsBackward>(dtype, name, p, v);
   }
   // clang-format on
   LOOM_ASSERT(false, "visit_elementwise: unknown op ", static_cast<int>(op));

@@ -16,9 +16,12 @@
 namespace loom::optim::detail {
 
 constexpr int kChunkSize = 65536;       // elements per listed chunk
-constexpr int kBlockSpan = 8192;        // elements per block: a chunk is kChunkSize / kBlockSpan blocks
+// Elements per block: a chunk is kChunkSize / kBlockSpan blocks. Small spans keep the update
+// from being latency-bound: with 8192 a 400k-parameter model was 50 blocks of 16 dependent
+// iterations each (23 us on an H200 for what moving its 6.5 MB takes 2 us).
+constexpr int kBlockSpan = 1024;
 constexpr int kBlocksPerChunk = kChunkSize / kBlockSpan;
-constexpr int kChunkThreads = 512;      // threads per block, each striding over the block's span
+constexpr int kChunkThreads = 256;      // threads per block, each striding over the block's span
 constexpr int kMaxChunksPerLaunch = 320;
 
 // Tensors per launch for `Depth` lists, sized so the struct stays under the classic 4 KiB
