@@ -38,6 +38,7 @@ int run_evaluate(const EvaluateArgs& args) {
   const Device device = parse_device(args.device);
   const io::LoadedModel loaded = io::load_model(args.model, device);
   const io::Preprocessing& prep = loaded.preprocessing;
+  check_input_size(loaded.model->spec_json(), prep, args.model);
   const std::optional<DataSplit> split = split_of(args.data);
   const std::string dir = split ? split->val_dir : args.data;
   ImageSet set = load_image_set(dir, prep, args.workers, on_bad_input(args.strict));

@@ -98,6 +98,38 @@ ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int 
   return set;
 }
 
+namespace {
+
+std::string square(int64_t side) { return std::to_string(side) + "x" + std::to_string(side); }
+
+}  // namespace
+
+void check_input_size(const std::string& spec_json, const io::Preprocessing& p,
+                      const std::string& source) {
+  using Verdict = nn::InputFit::Verdict;
+  std::optional<nn::SpecShapes> shapes;
+  try {
+    shapes.emplace(spec_json);
+  } catch (const Error& e) {
+    LOOM_FAIL(source, ": cannot read the model's spec: ", e.what());
+  }
+  const nn::InputFit fit = shapes->fit({p.channels, p.height, p.width});
+  if (fit.verdict == Verdict::Fits || fit.verdict == Verdict::Unknown) return;
+  std::string takes = "does not take them";
+  if (fit.verdict != Verdict::Refused) {
+    const auto sides = shapes->square_sides(p.channels, io::kMaxInputSide);
+    if (!sides) {
+      takes = "takes no square image up to " + square(io::kMaxInputSide);
+    } else {
+      takes = "takes " + square(sides->smallest) +
+              (sides->largest > sides->smallest ? " to " + square(sides->largest) : std::string());
+    }
+  }
+  LOOM_FAIL(source, ": its preprocessing asks for ", p.channels, "-channel ", p.height, "x",
+            p.width, " images, but its spec ", takes, " (",
+            fit.layer.empty() ? "" : "layer \"" + fit.layer + "\": ", fit.reason, ")");
+}
+
 Subset::Subset(const data::Dataset& source, int64_t count, uint64_t seed) : source_(source) {
   LOOM_CHECK(count > 0, "--limit must be positive, got ", count);
   indices_ = data::permutation(source.size(), seed, 0);

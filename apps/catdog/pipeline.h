@@ -23,8 +23,18 @@ data::OnBadInput on_bad_input(bool strict);
 
 // Limits that keep a model file's input size (its preprocessing) from costing unbounded memory:
 // every image of a folder decoded (uint8), and one evaluation batch (float32, the batch shrinks).
+// They are the last line: check_input_size comes first.
 inline constexpr double kMaxDecodedSetBytes = 16.0 * (1 << 30);
 inline constexpr int64_t kMaxEvalBatchBytes = int64_t{256} << 20;
+
+// Refuses, before any image is decoded, a model file or checkpoint (`source`) whose
+// preprocessing asks for images its own spec does not take (nn::SpecShapes): a crafted file
+// asking for 4096x4096 images of a 64x64 model would otherwise have a whole folder decoded at
+// that size. The message names both sizes. Where the spec cannot pin the size (a fully
+// convolutional model like resnet18, a layer type without a shape rule) the limits above are
+// what bound the memory.
+void check_input_size(const std::string& spec_json, const io::Preprocessing& p,
+                      const std::string& source);
 
 // A folder of class folders decoded once with decode_options(p) (later epochs decode nothing).
 // An empty class folder, or a class none of whose images decodes, is an error naming it; any

@@ -18,6 +18,7 @@ int run_predict(const PredictArgs& args) {
   const io::LoadedModel loaded = io::load_model(args.model, device);
   const io::Preprocessing& prep = loaded.preprocessing;
   LOOM_CHECK(!prep.class_names.empty(), args.model, ": its preprocessing names no classes");
+  check_input_size(loaded.model->spec_json(), prep, args.model);
   const data::DecodeOptions decode = decode_options(prep);  // the interpolation trained with
   const data::AugmentOptions transform = preprocessing_transform(prep);
   const data::SampleTransform identity;

@@ -98,6 +98,11 @@ void check_resume_recipe(const TrainArgs& args, int world_size) {
     LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key, " = ",
                theirs.empty() ? "(none)" : shown, ", this run has ", value);
   }
+  // The run decodes at its own --image-size, but a checkpoint whose preprocessing does not fit
+  // its own spec is not one loom-catdog wrote.
+  const auto spec = ckpt.file.metadata.find("loom.spec");
+  if (spec != ckpt.file.metadata.end())
+    check_input_size(spec->second, ckpt.preprocessing, "--resume " + args.resume);
 }
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.

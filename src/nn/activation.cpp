@@ -11,6 +11,13 @@ namespace loom::nn {
 namespace {
 // The dimensions a spec may name (negative: from the end), far more than any input has.
 constexpr int64_t kMaxDims = 64;
+
+// `dim` of a tensor of `rank` dimensions as wrap_dim maps it, or -1 where wrap_dim throws.
+int64_t wrapped(int64_t dim, int64_t rank) {
+  if (dim < -rank || dim >= rank) return -1;
+  return dim < 0 ? dim + rank : dim;
+}
+
 }  // namespace
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
@@ -37,6 +44,19 @@ std::shared_ptr<Softmax> Softmax::from_config(const std::string& config_json) {
   return std::make_shared<Softmax>(JsonObject(j, "Softmax spec").integer("dim", -kMaxDims, kMaxDims, -1));
 }
 
+// The shape as it is; a dim the tensor (the example and its batch) does not have is refused.
+ShapeRule Softmax::shape_rule_of_config(const std::string& config_json) {
+  const int64_t dim = from_config(config_json)->dim_;
+  return [dim](const Shape& x) {
+    if (wrapped(dim, static_cast<int64_t>(x.size()) + 1) < 0) {
+      return not_fit(InputFit::Verdict::Refused, "Softmax(dim " + std::to_string(dim) +
+                                                     ") does not fit its input of " + shape_str(x) +
+                                                     " and a batch");
+    }
+    return fits(x);
+  };
+}
+
 Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim_, end_dim_); }
 
 std::string Flatten::config_json() const {
@@ -48,6 +68,32 @@ std::shared_ptr<Flatten> Flatten::from_config(const std::string& config_json) {
   const JsonObject c(j, "Flatten spec");
   return std::make_shared<Flatten>(c.integer("start_dim", -kMaxDims, kMaxDims, 1),
                                    c.integer("end_dim", -kMaxDims, kMaxDims, -1));
+}
+
+// Dims start_dim..end_dim of the batch [N, ...example] merged as Tensor::flatten merges them.
+// Merging the batch dimension into others makes a shape that depends on the batch size.
+ShapeRule Flatten::shape_rule_of_config(const std::string& config_json) {
+  const auto f = from_config(config_json);
+  const int64_t start_dim = f->start_dim_, end_dim = f->end_dim_;
+  return [start_dim, end_dim](const Shape& x) {
+    const int64_t rank = static_cast<int64_t>(x.size()) + 1;
+    const int64_t start = wrapped(start_dim, rank), end = wrapped(end_dim, rank);
+    const std::string name =
+        "Flatten(" + std::to_string(start_dim) + ", " + std::to_string(end_dim) + ")";
+    if (start < 0 || end < 0 || start > end) {
+      return not_fit(InputFit::Verdict::Refused,
+                     name + " does not fit its input of " + shape_str(x) + " and a batch");
+    }
+    if (start == end) return fits(x);
+    if (start == 0)
+      return not_fit(InputFit::Verdict::Unknown, name + " merges the batch dimension into others");
+    Shape out(x.begin(), x.begin() + (start - 1));
+    int64_t merged = 1;  // at most kMaxExampleElements: SpecShapes bounds every layer's input
+    for (int64_t d = start - 1; d < end; ++d) merged *= x[d];
+    out.push_back(merged);
+    out.insert(out.end(), x.begin() + end, x.end());
+    return fits(out);
+  };
 }
 
 }  // namespace loom::nn

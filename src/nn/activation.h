@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nn/module.h"
+#include "nn/shape_rule.h"
 
 namespace loom::nn {
 
@@ -48,6 +49,8 @@ class Softmax : public Module {
   std::string type_name() const override { return "Softmax"; }
   std::string config_json() const override;
   static std::shared_ptr<Softmax> from_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
  private:
   int64_t dim_;
@@ -62,6 +65,8 @@ class Flatten : public Module {
   std::string type_name() const override { return "Flatten"; }
   std::string config_json() const override;
   static std::shared_ptr<Flatten> from_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
  private:
   int64_t start_dim_;

@@ -57,14 +57,30 @@ std::shared_ptr<BatchNorm2d> BatchNorm2d::from_config(const std::string& config_
                                        c.number("momentum", 0.1));
 }
 
-std::vector<StateEntry> BatchNorm2d::state_of_config(const std::string& config_json) {
+namespace {
+
+int64_t num_features_of(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "BatchNorm2d spec");
-  const int64_t n = JsonObject(j, "BatchNorm2d spec").integer("num_features", 1, kMaxSpecInteger);
+  return JsonObject(j, "BatchNorm2d spec").integer("num_features", 1, kMaxSpecInteger);
+}
+
+}  // namespace
+
+std::vector<StateEntry> BatchNorm2d::state_of_config(const std::string& config_json) {
+  const int64_t n = num_features_of(config_json);
   return {{"weight", {n}, kFloat32},
           {"bias", {n}, kFloat32},
           {"running_mean", {n}, kFloat32},
           {"running_var", {n}, kFloat32},
           {"num_batches_tracked", {}, kInt64}};
+}
+
+// [num_features, H, W] as it is.
+ShapeRule BatchNorm2d::shape_rule_of_config(const std::string& config_json) {
+  const int64_t n = num_features_of(config_json);
+  const std::string name = "BatchNorm2d(" + std::to_string(n) + ")";
+  return
+      [n, name](const Shape& x) { return is_image_of(x, n) ? fits(x) : not_an_image(x, n, name); };
 }
 
 }  // namespace loom::nn

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/shape_rule.h"
 
 namespace loom::nn {
 
@@ -23,6 +24,8 @@ class BatchNorm2d : public Module {
   static std::shared_ptr<BatchNorm2d> from_config(const std::string& config_json);
   // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
   static std::vector<StateEntry> state_of_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
   int64_t num_features() const { return num_features_; }
 

@@ -106,4 +106,24 @@ std::vector<StateEntry> Conv2d::state_of_config(const std::string& config_json) 
   return state;
 }
 
+// [C, H, W] -> [out_channels, OH, OW], each axis by conv2d's own conv2d_axis.
+ShapeRule Conv2d::shape_rule_of_config(const std::string& config_json) {
+  const Conv2dConfig c = parse_config(config_json);
+  const std::string name =
+      "Conv2d(" + std::to_string(c.in_channels) + " -> " + std::to_string(c.out_channels) + ")";
+  return [c, name](const Shape& x) {
+    if (!is_image_of(x, c.in_channels)) return not_an_image(x, c.in_channels, name);
+    const ConvAxis h = conv2d_axis(c.options, 0, x[1], c.kernel.h),
+                   w = conv2d_axis(c.options, 1, x[2], c.kernel.w);
+    if (h.out < 1 || w.out < 1) {
+      return not_fit(InputFit::Verdict::TooSmall,
+                     name + "'s " + std::to_string(c.kernel.h) + "x" + std::to_string(c.kernel.w) +
+                         " kernel is larger than its padded input " +
+                         std::to_string(x[1] + h.pad_before + h.pad_after) + "x" +
+                         std::to_string(x[2] + w.pad_before + w.pad_after));
+    }
+    return fits({c.out_channels, h.out, w.out});
+  };
+}
+
 }  // namespace loom::nn

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/shape_rule.h"
 #include "ops/conv.h"
 #include "ops/pool.h"
 
@@ -26,6 +27,8 @@ class Conv2d : public Module {
   static std::shared_ptr<Conv2d> from_config(const std::string& config_json);
   // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
   static std::vector<StateEntry> state_of_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
   int64_t in_channels() const { return in_channels_; }
   int64_t out_channels() const { return out_channels_; }

@@ -62,4 +62,25 @@ std::vector<StateEntry> Linear::state_of_config(const std::string& config_json) 
   return state;
 }
 
+// [..., in_features] -> [..., out_features]. An example of no dimensions is a batch [N] whose
+// last dimension is the batch itself: the size it takes depends on the batch size.
+ShapeRule Linear::shape_rule_of_config(const std::string& config_json) {
+  const LinearConfig c = parse_config(config_json);
+  const std::string name =
+      "Linear(" + std::to_string(c.in_features) + " -> " + std::to_string(c.out_features) + ")";
+  return [c, name](const Shape& x) {
+    if (x.empty())
+      return not_fit(InputFit::Verdict::Unknown,
+                     name + " would take the batch dimension as its features");
+    if (x.back() != c.in_features) {
+      return size_mismatch(x.back(), c.in_features,
+                           name + " takes inputs ending in " + std::to_string(c.in_features) +
+                               ", gets " + shape_str(x));
+    }
+    Shape out = x;
+    out.back() = c.out_features;
+    return fits(out);
+  };
+}
+
 }  // namespace loom::nn

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/shape_rule.h"
 
 namespace loom::nn {
 
@@ -22,6 +23,8 @@ class Linear : public Module {
   static std::shared_ptr<Linear> from_config(const std::string& config_json);
   // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
   static std::vector<StateEntry> state_of_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "nn/module.h"
+#include "nn/shape_rule.h"
 #include "ops/pool.h"
 
 namespace loom::nn {
@@ -18,6 +19,8 @@ class MaxPool2d : public Module {
   std::string type_name() const override { return "MaxPool2d"; }
   std::string config_json() const override;
   static std::shared_ptr<MaxPool2d> from_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
  private:
   Size2 kernel_, stride_, padding_;
@@ -31,6 +34,8 @@ class AvgPool2d : public Module {
   std::string type_name() const override { return "AvgPool2d"; }
   std::string config_json() const override;
   static std::shared_ptr<AvgPool2d> from_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
  private:
   Size2 kernel_, stride_, padding_;
@@ -42,6 +47,8 @@ class GlobalAvgPool2d : public Module {
   // [N, C, H, W] -> [N, C]
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GlobalAvgPool2d"; }
+  // [C, H, W] -> [C] (see nn::SpecShapes).
+  static InputFit output_shape(const Shape& example);
 };
 
 }  // namespace loom::nn

@@ -1,7 +1,8 @@
-// from_spec() and spec_state(): the name -> (factory, state) map, filled by one function
-// (builtin_types) with every module type of loom, plus the types users register. Both walk the
-// spec parsed once: a Sequential's layers are built from the parsed JSON, never re-serialised
-// (which made a 5,000-deep spec cost 36 s and 7 GB), so a spec costs time linear in its size.
+// from_spec(), spec_state() and SpecShapes: the name -> (factory, state, shape rule) map, filled
+// by one function (builtin_types) with every module type of loom, plus the types users register.
+// Each walks the spec parsed once: a Sequential's layers are built from the parsed JSON, never
+// re-serialised (which made a 5,000-deep spec cost 36 s and 7 GB), so a spec costs time linear
+// in its size.
 #include "nn/spec.h"
 
 #include <map>
@@ -26,25 +27,35 @@ using nlohmann::json;
 
 struct ModuleType {
   ModuleFactory factory;
-  StateFunction state;  // empty: the type's state cannot be predicted
+  StateFunction state;     // empty: the type's state cannot be predicted
+  ShapeRuleFactory shape;  // empty: the inputs the type takes cannot be predicted
 };
 
 std::vector<StateEntry> no_state(const std::string&) { return {}; }
 
+// Elementwise layers (activations, dropout) give back the shape they get.
+ShapeRule same_shape(const std::string&) {
+  return [](const Shape& x) { return fits(x); };
+}
+
+ShapeRule global_pool_shape(const std::string&) { return GlobalAvgPool2d::output_shape; }
+
 template <typename M>
-ModuleType without_config() {
-  return {[](const std::string&) -> ModulePtr { return std::make_shared<M>(); }, no_state};
+ModuleType without_config(ShapeRuleFactory shape) {
+  return {[](const std::string&) -> ModulePtr { return std::make_shared<M>(); }, no_state,
+          std::move(shape)};
 }
 
 template <typename M>
-ModuleType with_config() {
-  return {[](const std::string& config) -> ModulePtr { return M::from_config(config); }, no_state};
+ModuleType with_config(ShapeRuleFactory shape) {
+  return {[](const std::string& config) -> ModulePtr { return M::from_config(config); }, no_state,
+          std::move(shape)};
 }
 
 template <typename M>
 ModuleType with_state() {
   return {[](const std::string& config) -> ModulePtr { return M::from_config(config); },
-          M::state_of_config};
+          M::state_of_config, M::shape_rule_of_config};
 }
 
 std::map<std::string, ModuleType> builtin_types() {
@@ -52,18 +63,18 @@ std::map<std::string, ModuleType> builtin_types() {
       {"Sequential", {}},  // built by build() itself, from the parsed JSON
       {"Linear", with_state<Linear>()},
       {"Conv2d", with_state<Conv2d>()},
-      {"MaxPool2d", with_config<MaxPool2d>()},
-      {"AvgPool2d", with_config<AvgPool2d>()},
-      {"GlobalAvgPool2d", without_config<GlobalAvgPool2d>()},
+      {"MaxPool2d", with_config<MaxPool2d>(MaxPool2d::shape_rule_of_config)},
+      {"AvgPool2d", with_config<AvgPool2d>(AvgPool2d::shape_rule_of_config)},
+      {"GlobalAvgPool2d", without_config<GlobalAvgPool2d>(global_pool_shape)},
       {"BatchNorm2d", with_state<BatchNorm2d>()},
-      {"Dropout", with_config<Dropout>()},
-      {"ReLU", without_config<ReLU>()},
-      {"LeakyReLU", with_config<LeakyReLU>()},
-      {"Sigmoid", without_config<Sigmoid>()},
-      {"Tanh", without_config<Tanh>()},
-      {"Softmax", with_config<Softmax>()},
-      {"Flatten", with_config<Flatten>()},
-      {"Identity", without_config<Identity>()},
+      {"Dropout", with_config<Dropout>(same_shape)},
+      {"ReLU", without_config<ReLU>(same_shape)},
+      {"LeakyReLU", with_config<LeakyReLU>(same_shape)},
+      {"Sigmoid", without_config<Sigmoid>(same_shape)},
+      {"Tanh", without_config<Tanh>(same_shape)},
+      {"Softmax", with_config<Softmax>(Softmax::shape_rule_of_config)},
+      {"Flatten", with_config<Flatten>(Flatten::shape_rule_of_config)},
+      {"Identity", without_config<Identity>(same_shape)},
       {"BasicBlock", with_state<BasicBlock>()},
   };
 }
@@ -161,35 +172,115 @@ ModulePtr build(const json& spec, const std::string& path) {
   return on_config(type, config, path, find_type(type, path).factory);
 }
 
-// Appends the predicted state of `spec`, its names under `path`.
-void collect_state(const json& spec, const std::string& path, PredictedState& out) {
+// Calls leaf(type name, its ModuleType, config, path) for each layer of `spec` that is not a
+// Sequential, in order. Recursion: as build().
+template <typename F>
+void for_each_leaf(const json& spec, const std::string& path, const F& leaf) {
   const std::string& type = spec_type(spec, path);
   const json& config = spec_config(spec);
   if (type == "Sequential") {
     for (const auto& [name, entry] : sequential_layers(config, path))
-      collect_state(*entry, child_path(path, name), out);
+      for_each_leaf(*entry, child_path(path, name), leaf);
     return;
   }
-  const ModuleType found = find_type(type, path);
-  if (!found.state) {
-    out.unpredicted.push_back(path);
-    return;
+  leaf(type, find_type(type, path), config, path);
+}
+
+// TooSmall for an empty dimension, TooLarge past kMaxExampleElements; `what` is the shape's
+// maker in the reason ("the input", "the layer").
+std::optional<InputFit> outside_limits(const Shape& x, const std::string& what) {
+  int64_t n = 1;
+  for (const int64_t d : x) {
+    if (d < 1)
+      return not_fit(InputFit::Verdict::TooSmall,
+                     what + " has an empty dimension: " + shape_str(x));
+    if (n > kMaxExampleElements / d) {
+      return not_fit(InputFit::Verdict::TooLarge, what + " makes " + shape_str(x) + ", over " +
+                                                      std::to_string(kMaxExampleElements) +
+                                                      " elements an example");
+    }
+    n *= d;
   }
-  for (StateEntry& e : on_config(type, config, path, found.state)) {
-    out.entries.push_back({child_path(path, e.name), std::move(e.shape), e.dtype});
-  }
+  return std::nullopt;
 }
 
 }  // namespace
 
-void register_module_type(const std::string& type_name, ModuleFactory factory,
-                          StateFunction state) {
+SpecShapes::SpecShapes(const std::string& spec_json) {
+  auto add = [this](const std::string& type, const ModuleType& found, const json& config,
+                    const std::string& path) {
+    if (!found.shape) {
+      const std::string reason = "type " + excerpt(type) + " has no shape rule";
+      layers_.emplace_back(
+          path, [reason](const Shape&) { return not_fit(InputFit::Verdict::Unknown, reason); });
+      return;
+    }
+    layers_.emplace_back(path, on_config(type, config, path, found.shape));
+  };
+  for_each_leaf(parse_untrusted_json(spec_json, "from_spec"), "", add);
+}
+
+InputFit SpecShapes::fit(const Shape& example) const {
+  if (std::optional<InputFit> bad = outside_limits(example, "the input")) return *bad;
+  Shape x = example;
+  for (const auto& [path, rule] : layers_) {
+    InputFit step;
+    try {
+      step = rule(x);
+    } catch (const Error& e) {  // a setting the op refuses at any size (pooling's padding)
+      step = not_fit(InputFit::Verdict::Refused, excerpt(e.what(), 2 * kMaxExcerpt));
+    }
+    if (step.verdict == InputFit::Verdict::Fits) {
+      if (std::optional<InputFit> bad = outside_limits(step.output, "the layer"))
+        step = std::move(*bad);
+    }
+    if (step.verdict != InputFit::Verdict::Fits) {
+      step.layer = excerpt(path);
+      return step;
+    }
+    x = std::move(step.output);
+  }
+  return fits(x);
+}
+
+// TooSmall at a side holds at every smaller side (each size along the way is no larger there),
+// TooLarge at every larger one; Refused and Unknown do not depend on the side.
+std::optional<SpecShapes::Sides> SpecShapes::square_sides(int64_t channels,
+                                                          int64_t max_side) const {
+  using V = InputFit::Verdict;
+  auto verdict = [&](int64_t s) { return fit({channels, s, s}).verdict; };
+  int64_t lo = 1,
+          hi = max_side + 1;  // the smallest side that is not TooSmall, max_side + 1 if none
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (verdict(mid) == V::TooSmall) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo > max_side || verdict(lo) != V::Fits) return std::nullopt;
+  const int64_t smallest = lo;
+  hi = max_side;  // the largest side that is not TooLarge, at least `smallest`
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (verdict(mid) == V::TooLarge) {
+      hi = mid - 1;
+    } else {
+      lo = mid;
+    }
+  }
+  return Sides{smallest, lo};
+}
+
+void register_module_type(const std::string& type_name, ModuleFactory factory, StateFunction state,
+                          ShapeRuleFactory shape) {
   LOOM_CHECK(!type_name.empty() && factory, "register_module_type: need a name and a factory");
   LOOM_CHECK(type_name != "Sequential",
              "register_module_type: Sequential is built in and cannot be replaced");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.types[type_name] = {std::move(factory), std::move(state)};
+  r.types[type_name] = {std::move(factory), std::move(state), std::move(shape)};
 }
 
 std::vector<std::string> registered_module_types() {
@@ -206,7 +297,17 @@ ModulePtr from_spec(const std::string& spec_json) {
 
 PredictedState spec_state(const std::string& spec_json) {
   PredictedState state;
-  collect_state(parse_untrusted_json(spec_json, "from_spec"), "", state);
+  auto add = [&state](const std::string& type, const ModuleType& found, const json& config,
+                      const std::string& path) {
+    if (!found.state) {
+      state.unpredicted.push_back(path);
+      return;
+    }
+    for (StateEntry& e : on_config(type, config, path, found.state)) {
+      state.entries.push_back({child_path(path, e.name), std::move(e.shape), e.dtype});
+    }
+  };
+  for_each_leaf(parse_untrusted_json(spec_json, "from_spec"), "", add);
   return state;
 }
 

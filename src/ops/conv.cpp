@@ -16,24 +16,6 @@ std::atomic<bool> g_deterministic{false};
 std::atomic<bool> g_benchmark{false};
 std::atomic<bool> g_allow_tf32{true};
 
-// Padding before and after along one axis.
-std::array<int64_t, 2> axis_padding(const Conv2dOptions& opt, int axis, int64_t in, int64_t k) {
-  switch (opt.padding_mode_) {
-    case Padding::Valid:
-      return {0, 0};
-    case Padding::Same: {
-      const int64_t s = opt.stride_[axis];
-      const int64_t out = (in + s - 1) / s;
-      const int64_t span = opt.dilation_[axis] * (k - 1) + 1;
-      const int64_t total = std::max<int64_t>((out - 1) * s + span - in, 0);
-      return {total / 2, total - total / 2};
-    }
-    case Padding::Explicit:
-      break;
-  }
-  return {opt.padding_[axis], opt.padding_[axis]};
-}
-
 detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Conv2dOptions& opt) {
   LOOM_CHECK(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
@@ -66,20 +48,40 @@ detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tenso
   g.o = weight.size(0), g.kh = weight.size(2), g.kw = weight.size(3);
   g.stride_h = opt.stride_[0], g.stride_w = opt.stride_[1];
   g.dil_h = opt.dilation_[0], g.dil_w = opt.dilation_[1];
-  const auto ph = axis_padding(opt, 0, g.h, g.kh);
-  const auto pw = axis_padding(opt, 1, g.w, g.kw);
-  g.pad_top = ph[0], g.pad_bottom = ph[1], g.pad_left = pw[0], g.pad_right = pw[1];
-  const int64_t span_h = g.dil_h * (g.kh - 1) + 1, span_w = g.dil_w * (g.kw - 1) + 1;
-  const int64_t padded_h = g.h + g.pad_top + g.pad_bottom, padded_w = g.w + g.pad_left + g.pad_right;
-  LOOM_CHECK(span_h <= padded_h && span_w <= padded_w, "conv2d: kernel ", g.kh, "x", g.kw,
-             " (dilated extent ", span_h, "x", span_w, ") is larger than the padded input ",
-             padded_h, "x", padded_w);
-  g.oh = (padded_h - span_h) / g.stride_h + 1;
-  g.ow = (padded_w - span_w) / g.stride_w + 1;
+  const ConvAxis ah = conv2d_axis(opt, 0, g.h, g.kh), aw = conv2d_axis(opt, 1, g.w, g.kw);
+  g.pad_top = ah.pad_before, g.pad_bottom = ah.pad_after, g.pad_left = aw.pad_before,
+  g.pad_right = aw.pad_after;
+  g.oh = ah.out, g.ow = aw.out;
+  LOOM_CHECK(g.oh >= 1 && g.ow >= 1, "conv2d: kernel ", g.kh, "x", g.kw, " (dilated extent ",
+             g.dil_h * (g.kh - 1) + 1, "x", g.dil_w * (g.kw - 1) + 1,
+             ") is larger than the padded input ", g.h + g.pad_top + g.pad_bottom, "x",
+             g.w + g.pad_left + g.pad_right);
   return g;
 }
 
 }  // namespace
+
+ConvAxis conv2d_axis(const Conv2dOptions& opt, int axis, int64_t in, int64_t kernel) {
+  const int64_t s = opt.stride_[axis];
+  const int64_t span = opt.dilation_[axis] * (kernel - 1) + 1;
+  ConvAxis a;
+  switch (opt.padding_mode_) {
+    case Padding::Valid:
+      break;
+    case Padding::Same: {
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>((out - 1) * s + span - in, 0);
+      a.pad_before = total / 2, a.pad_after = total - total / 2;
+      break;
+    }
+    case Padding::Explicit:
+      a.pad_before = a.pad_after = opt.padding_[axis];
+      break;
+  }
+  const int64_t padded = in + a.pad_before + a.pad_after;
+  a.out = padded >= span ? (padded - span) / s + 1 : 0;
+  return a;
+}
 
 void set_deterministic(bool deterministic) { g_deterministic = deterministic; }
 bool deterministic() { return g_deterministic; }

@@ -35,6 +35,17 @@ struct Conv2dOptions {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const Conv2dOptions& options = {});
 
+// conv2d's geometry along one axis (0: height, 1: width) of `in` pixels for a kernel of
+// `kernel`: the padding before and after, and the output size, 0 when the dilated kernel
+// (dilation * (kernel - 1) + 1) is larger than the padded input. conv2d computes its output
+// shape with it, and so do the spec's shape rules (nn::SpecShapes), so the two cannot differ.
+// Expects what conv2d checks: kernel, stride and dilation >= 1, padding >= 0, and sizes below
+// 2^31 (no intermediate then passes 2^63).
+struct ConvAxis {
+  int64_t pad_before = 0, pad_after = 0, out = 0;
+};
+ConvAxis conv2d_axis(const Conv2dOptions& options, int axis, int64_t in, int64_t kernel);
+
 // Restricts cuDNN to deterministic convolution algorithms (bitwise-reproducible training on a
 // GPU, at some cost in speed). The CPU path is always deterministic.
 void set_deterministic(bool deterministic);

@@ -19,16 +19,11 @@ void check_input(const char* op, const Tensor& x) {
 
 detail::PoolAxis fixed_axis(const char* op, const char* name, int64_t in, int64_t kernel,
                             int64_t stride, int64_t pad) {
-  if (stride == 0) stride = kernel;
-  LOOM_CHECK(kernel >= 1 && stride >= 1 && pad >= 0, op, ": ", name, " kernel ", kernel,
-             " and stride ", stride, " must be >= 1 and padding ", pad, " >= 0");
-  LOOM_CHECK(2 * pad <= kernel, op, ": ", name, " padding ", pad,
-             " must be at most half the kernel size ", kernel);
-  LOOM_CHECK(kernel <= in + 2 * pad, op, ": ", name, " kernel ", kernel,
-             " is larger than the padded input ", in + 2 * pad);
   detail::PoolAxis a;
-  a.in = in, a.kernel = kernel, a.stride = stride, a.pad = pad;
-  a.out = (in + 2 * pad - kernel) / stride + 1;
+  a.out = pool2d_output_size(op, name, in, kernel, stride, pad);
+  LOOM_CHECK(a.out >= 1, op, ": ", name, " kernel ", kernel, " is larger than the padded input ",
+             in + 2 * pad);
+  a.in = in, a.kernel = kernel, a.stride = stride == 0 ? kernel : stride, a.pad = pad;
   return a;
 }
 
@@ -75,6 +70,16 @@ Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry
 }
 
 }  // namespace
+
+int64_t pool2d_output_size(const char* op, const char* axis, int64_t in, int64_t kernel,
+                           int64_t stride, int64_t pad) {
+  if (stride == 0) stride = kernel;
+  LOOM_CHECK(kernel >= 1 && stride >= 1 && pad >= 0, op, ": ", axis, " kernel ", kernel,
+             " and stride ", stride, " must be >= 1 and padding ", pad, " >= 0");
+  LOOM_CHECK(2 * pad <= kernel, op, ": ", axis, " padding ", pad,
+             " must be at most half the kernel size ", kernel);
+  return kernel <= in + 2 * pad ? (in + 2 * pad - kernel) / stride + 1 : 0;
+}
 
 Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding) {
   const detail::PoolGeometry g = fixed_geometry("max_pool2d", x_in, kernel, stride, padding);

@@ -20,6 +20,14 @@ struct Size2 {
 // wins the max; windows are clipped to the input.
 Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride = 0, Size2 padding = 0);
 
+// The number of windows max_pool2d and avg_pool2d take along one axis of `in` pixels,
+// (in + 2 * pad - kernel) / stride + 1 (stride 0 means the kernel), or 0 when the kernel is
+// larger than the padded input. The ops size their output with it, and so do the spec's shape
+// rules (nn::SpecShapes). Throws loom::Error naming `op` and `axis` ("height", "width") for a
+// kernel or stride below 1, negative padding, or padding over half the kernel.
+int64_t pool2d_output_size(const char* op, const char* axis, int64_t in, int64_t kernel,
+                           int64_t stride, int64_t pad);
+
 // The mean over each window. count_include_pad (PyTorch's default) divides by the window size
 // including padding; otherwise by the number of input pixels it covers.
 Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride = 0, Size2 padding = 0,

@@ -200,6 +200,50 @@ TEST_F(Hostile, AFailedRunDamagesNoExistingFile) {
   EXPECT_EQ(testing::read_text(dir + "/m.st.ckpt"), "the previous checkpoint");
 }
 
+// A copy of `from` (a model file or checkpoint) whose preprocessing asks for side x side images.
+void with_input_side(const std::string& from, const std::string& to, int64_t side) {
+  io::TensorFile file = io::load_safetensors(from);
+  io::Preprocessing p = io::Preprocessing::from_json(file.metadata.at("loom.preprocessing"), from);
+  p.height = p.width = side;
+  file.metadata["loom.preprocessing"] = p.to_json();
+  io::save_safetensors(to, file.tensors, file.metadata);
+}
+
+// A crafted file asking for 4096x4096 images of the 64x64 seed_cnn would have evaluate decode a
+// whole folder at that size (up to 16 GiB): evaluate, predict and --resume refuse it from the
+// spec alone, before any image is decoded (the first photograph is not an image at all, so
+// decoding it would be the error), naming both sizes.
+TEST_F(Hostile, APreprocessingSizeTheSpecDoesNotTakeIsRefusedBeforeDecoding) {
+  ASSERT_EQ(train_status_, 0) << train_out_;
+  const std::string model = root_ + "/huge_input.st", ckpt = root_ + "/huge_input.ckpt";
+  with_input_side(root_ + "/m.st", model, 4096);
+  with_input_side(root_ + "/m.st.ckpt", ckpt, 4096);
+  const std::string dir = data_copy("huge_input");
+  const std::string bad = dir + "/val/cat/+first.jpg";
+  write_garbage(bad);
+  const std::vector<std::string> sizes = {
+      "asks for 3-channel 4096x4096 images", "its spec takes 60x60 to 65x65",
+      "layer \"4\": Linear(3200 -> 128) takes inputs ending in 3200"};
+  auto refused = [&](const std::vector<std::string>& args, const std::string& file) {
+    std::vector<std::string> fragments = sizes;
+    fragments.push_back(file);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string text = expect_prompt_error(args, fragments);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(text.find("+first.jpg"), std::string::npos) << "decoded an image: " << text;
+  };
+  refused({"evaluate", "--model", model, "--data", dir, "--device", "cpu", "--strict"}, model);
+  refused({"evaluate", "--model", ckpt, "--data", dir, "--device", "cpu", "--strict"}, ckpt);
+  refused({"predict", "--device", "cpu", "--model", model, bad}, model);
+  expect_refused_before_data(with_flag(train_args(), "--resume", ckpt),
+                             {"--resume " + ckpt, sizes[0], sizes[1]});
+  // The file as trained, at 64x64, still evaluates.
+  const auto [status, text] = testing::run_to_end(
+      {"evaluate", "--model", root_ + "/m.st", "--data", root_ + "/data", "--device", "cpu"},
+      root_ + "/normal_size");
+  EXPECT_EQ(status, 0) << text;
+}
+
 TEST_F(Hostile, NonFiniteNumbersAreRefusedByTheFlagParser) {
   for (const std::string flag : {"--lr", "--weight-decay"}) {
     for (const std::string value : {"nan", "NaN", "inf", "1e999"}) {
@@ -252,6 +296,29 @@ TEST(HostileInputSize, AFolderTooLargeAtTheModelsInputSizeIsRefusedBeforeDecodin
   EXPECT_EQ(catdog::eval_loader_options(huge, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 1)
       << "a batch of 4096x4096 images is 192 MiB each";
   fs::remove_all(dir);
+}
+
+// The spec is checked first where it pins the input size; a fully convolutional model (resnet18)
+// takes any size, so there the limits above are what bound the memory.
+TEST(HostileInputSize, TheSpecPinsTheSizeWhereItCan) {
+  io::Preprocessing p;
+  p.height = p.width = 4096;
+  EXPECT_LOOM_ERROR(catdog::check_input_size(nn::seed_cnn()->spec_json(), p, "m.st"),
+                    "m.st: its preprocessing asks for 3-channel 4096x4096 images, but its spec "
+                    "takes 60x60 to 65x65");
+  EXPECT_LOOM_ERROR(catdog::check_input_size(nn::classic_cnn()->spec_json(), p, "m.st"),
+                    "takes 62x62 to 65x65");
+  EXPECT_NO_THROW(catdog::check_input_size(nn::resnet18(1)->spec_json(), p, "m.st"));
+  p.height = 64;
+  EXPECT_LOOM_ERROR(catdog::check_input_size(nn::seed_cnn()->spec_json(), p, "m.st"),
+                    "64x4096 images");
+  p.width = 64;
+  EXPECT_NO_THROW(catdog::check_input_size(nn::seed_cnn()->spec_json(), p, "m.st"));
+  p.channels = 1;
+  EXPECT_LOOM_ERROR(
+      catdog::check_input_size(nn::seed_cnn()->spec_json(), p, "m.st"),
+      "m.st: its preprocessing asks for 1-channel 64x64 images, but its spec does not take them "
+      "(layer \"0\": Conv2d(3 -> 32) takes 3-channel images [3, H, W], gets [1, 64, 64])");
 }
 
 }  // namespace

@@ -90,6 +90,20 @@ std::vector<StateEntry> BasicBlock::state_of_config(const std::string& config_js
   return state;
 }
 
+// [in_channels, H, W] -> [out_channels, OH, OW]: conv1's geometry, which conv2 (3x3, padding 1)
+// keeps and the downsample (1x1, the same stride) matches, so the sum always fits.
+ShapeRule BasicBlock::shape_rule_of_config(const std::string& config_json) {
+  const BasicBlockConfig c = parse_config(config_json);
+  const std::string name =
+      "BasicBlock(" + std::to_string(c.in_channels) + " -> " + std::to_string(c.out_channels) + ")";
+  const Conv2dOptions conv1 = Conv2dOptions().stride(c.stride).padding(1);
+  return [c, name, conv1](const Shape& x) {
+    if (!is_image_of(x, c.in_channels)) return not_an_image(x, c.in_channels, name);
+    return fits(
+        {c.out_channels, conv2d_axis(conv1, 0, x[1], 3).out, conv2d_axis(conv1, 1, x[2], 3).out});
+  };
+}
+
 std::shared_ptr<Sequential> resnet18(int64_t num_outputs, Init init, Generator* gen) {
   LOOM_CHECK(num_outputs >= 1, "resnet18: num_outputs must be at least 1, got ", num_outputs);
   auto model = std::make_shared<Sequential>();

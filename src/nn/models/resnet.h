@@ -27,6 +27,8 @@ class BasicBlock : public Module {
   static std::shared_ptr<BasicBlock> from_config(const std::string& config_json);
   // The state_layout() of from_config(config_json), without building it (see nn::spec_state).
   static std::vector<StateEntry> state_of_config(const std::string& config_json);
+  // What forward() makes of one example's shape, without building it (see nn::SpecShapes).
+  static ShapeRule shape_rule_of_config(const std::string& config_json);
 
   int64_t in_channels() const { return in_channels_; }
 
