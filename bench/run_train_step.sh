@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
-# Issue 3's benchmark on the GPU machine, loom and PyTorch in the same run: training-step time
-# of seed_cnn (batch 32) and classic_cnn (batch 256) on the GPU, and on 2 CPU cores
-# (taskset -c 0,1). Writes JSON lines to $OUT/train_step.jsonl and prints a markdown table.
+# Issue 13's training-step table on the GPU machine, loom and PyTorch in the same run: seed_cnn,
+# classic_cnn and resnet18 at batch 32 and 256 on the GPU (loom eager, captured and bf16 where
+# train_step_bench has them; PyTorch eager, CUDA graph and bf16 + channels-last + graph), and
+# two rows on 2 CPU cores (taskset -c 0,1). JSON lines to $OUT/train_step.jsonl, then a markdown
+# table. About 2 minutes on an H200, most of it resnet18 at batch 256 (~0.25 s for one step of
+# each of the six variants, 220 times).
 #   bench/run_train_step.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build-gpu}
 out=${OUT:-.}/train_step.jsonl
 : > "$out"
 bin="$build/bench/train_step_bench"
+help=$("$bin" --help 2>&1 || true)
+graph=""; bf16=""  # flags the lead's train_step_bench may not have yet
+if grep -q -- '--graph' <<< "$help"; then graph="--graph"; fi
+if grep -q -- '--conv-benchmark' <<< "$help"; then graph="$graph --conv-benchmark"; fi
+if grep -q -- '--precision' <<< "$help"; then bf16="--precision bf16 $graph"; fi
 run() {  # device model batch iters [taskset prefix]
   local dev=$1 model=$2 batch=$3 iters=$4; shift 4
-  "$@" "$bin" --model "$model" --batch "$batch" --device "$dev" --iters "$iters" --json >> "$out"
-  "$@" python3 bench/train_step_torch.py --model "$model" --batch "$batch" --device "$dev" \
-       --iters "$iters" $( [ "$dev" = cpu ] && echo --threads 2 ) >> "$out"
+  local args=(--model "$model" --batch "$batch" --device "$dev" --iters "$iters")
+  "$@" "$bin" "${args[@]}" --json >> "$out"
+  if [ "$dev" = cuda ]; then
+    if [ -n "$graph" ]; then "$bin" "${args[@]}" $graph --json >> "$out"; fi
+    if [ -n "$bf16" ]; then "$bin" "${args[@]}" $bf16 --json >> "$out"; fi
+  fi
+  "$@" python3 bench/train_step_torch.py "${args[@]}" --mode all $( [ "$dev" = cuda ] && echo --cudnn-benchmark ) \
+       $( [ "$dev" = cpu ] && echo --threads 2 ) >> "$out"
 }
-run cuda seed_cnn 32 200
-run cuda classic_cnn 256 200
-run cuda resnet18 32 100
+for model in seed_cnn classic_cnn resnet18; do
+  for batch in 32 256; do
+    run cuda "$model" "$batch" 200
+  done
+done
 run cpu seed_cnn 32 50 taskset -c 0,1
 run cpu classic_cnn 32 20 taskset -c 0,1
 python3 bench/summarize.py "$out"

@@ -1,13 +1,17 @@
-"""The same training step as bench/train_step_bench.cpp in PyTorch eager, for comparison in
-the same run on the same machine: forward, BCEWithLogits, backward, Adam; median of --iters.
+"""The same training step as bench/train_step_bench.cpp in PyTorch, for comparison in the same run
+on the same machine: forward, BCEWithLogits, backward, Adam; median of --iters. --mode picks
+PyTorch's eager step, the whole step captured in one CUDA graph, or bf16 autocast + channels-last
++ CUDA graph; --mode all prints one JSON line for each.
 
-  python3 bench/train_step_torch.py --model seed_cnn --batch 32 --device cuda [--threads 2]
+  python3 bench/train_step_torch.py --model seed_cnn --batch 32 --device cuda [--mode all] [--threads 2]
 """
 import argparse
 import json
+import math
 import os
-import tempfile
 import statistics
+import sys
+import tempfile
 import time
 
 import torch
@@ -33,27 +37,71 @@ def resnet18():
     return m
 
 
+MODELS = {"seed_cnn": seed_cnn, "classic_cnn": classic_cnn, "resnet18": resnet18}
+MODES = ("eager", "graph", "bf16")
+
+
+def captured(model, opt, x, y, loss_fn, bf16):
+    """PyTorch's whole-network capture (CUDA semantics notes): eager warm-up on a side stream, grads
+    set to None so backward allocates them from the graph's private pool, then forward, loss,
+    backward and the capturable Adam step in one graph. Returns a step that replays it and the
+    graph's static loss, which each replay overwrites."""
+    def loss():
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            return loss_fn(model(x), y)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss().backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = loss()
+        static_loss.backward()
+        opt.step()
+
+    def step():
+        graph.replay()
+        return static_loss
+    return step
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="seed_cnn", choices=["seed_cnn", "classic_cnn", "resnet18"])
+    p.add_argument("--model", default="seed_cnn", choices=list(MODELS))
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--mode", default="eager", choices=[*MODES, "all"],
+                   help="eager; graph: the whole step in one CUDA graph; bf16: autocast bf16 + "
+                        "channels-last + CUDA graph; all: each of them (on the CPU only eager)")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--ddp", action="store_true")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True (algorithms chosen by timing), for every mode")
+    p.add_argument("--ddp", action="store_true", help="eager only: also time the model inside "
+                   "DistributedDataParallel (one rank); rows 'plain' and 'ddp'")
     args = p.parse_args()
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     if args.threads:
         torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
-
-    def trainee(wrap):
-        torch.manual_seed(1)
-        model = {"seed_cnn": seed_cnn, "classic_cnn": classic_cnn, "resnet18": resnet18}[args.model]().to(dev)
-        if wrap:
-            model = torch.nn.parallel.DistributedDataParallel(
-                model, device_ids=[dev.index or 0] if dev.type == "cuda" else None)
-        return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+    modes = list(MODES) if args.mode == "all" else [args.mode]
+    if dev.type != "cuda":
+        if args.mode not in ("eager", "all"):
+            p.error(f"--mode {args.mode} needs a CUDA device (on {args.device} only eager is valid)")
+        for m in modes[1:]:
+            print(f"train_step_torch: --mode {m} skipped: it needs a CUDA device", file=sys.stderr)
+        modes = ["eager"]
+    if args.ddp and modes != ["eager"]:
+        p.error("--ddp times eager steps only: use it with --mode eager")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
 
     if args.ddp:
         import torch.distributed as dist
@@ -64,48 +112,86 @@ def main():
     x = torch.rand(args.batch, 3, 64, 64, device=dev)
     y = torch.randint(0, 2, (args.batch, 1), device=dev).float()
     loss_fn = nn.BCEWithLogitsLoss()
-    runs = [("plain", *trainee(False))] + ([("ddp", *trainee(True))] if args.ddp else [])
 
-    def step(model, opt):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    def trainee(mode, wrap=False):
+        """A step function for `mode` on a freshly seeded model; each returns its loss tensor."""
+        torch.manual_seed(1)
+        model = MODELS[args.model]().to(dev)
+        if wrap:
+            model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[dev.index or 0] if dev.type == "cuda" else None)
+        if mode == "eager":
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    def timed(model, opt, n):
+            def step():
+                loss = loss_fn(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                return loss
+            return step
+        bf16 = mode == "bf16"
+        if bf16:
+            model = model.to(memory_format=torch.channels_last)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+        inputs = x.contiguous(memory_format=torch.channels_last) if bf16 else x
+        return captured(model, opt, inputs, y, loss_fn, bf16)
+
+    if args.ddp:
+        runs = [("plain", trainee("eager")), ("ddp", trainee("eager", wrap=True))]
+    else:
+        runs = [(m, trainee(m)) for m in modes]
+
+    def timed(step, n):
+        """Per-step milliseconds (CUDA events on the current stream on the GPU) and the last loss."""
+        loss = None
         if dev.type == "cuda":
             torch.cuda.synchronize()
             marks = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
             marks[0].record()
             for i in range(n):
-                step(model, opt)
+                loss = step()
                 marks[i + 1].record()
             torch.cuda.synchronize()
-            return [marks[i].elapsed_time(marks[i + 1]) for i in range(n)]
+            return [marks[i].elapsed_time(marks[i + 1]) for i in range(n)], loss
         out = []
         for _ in range(n):
             t0 = time.perf_counter()
-            step(model, opt)
+            loss = step()
             out.append((time.perf_counter() - t0) * 1e3)
-        return out
+        return out, loss
 
-    for _ in range(args.warmup):
-        for _, model, opt in runs:
-            step(model, opt)
-    blocks = 5 if args.ddp else 1
-    times = {name: [] for name, _, _ in runs}
+    loss_before = {}
+    for _ in range(max(1, args.warmup)):
+        for name, step in runs:
+            loss_before[name] = step()
+    loss_before = {name: loss.item() for name, loss in loss_before.items()}
+    # Alternating blocks: a clock change or a neighbour's load falls on every variant alike.
+    blocks = 5 if len(runs) > 1 else 1
+    times = {name: [] for name, _ in runs}
+    loss_after = {}
     for b in range(blocks):
         n = args.iters // blocks + (1 if b < args.iters % blocks else 0)
-        for name, model, opt in runs:
-            times[name] += timed(model, opt, n)
-    plain = statistics.median(times["plain"])
-    for name, _, _ in runs:
+        if n == 0:
+            continue
+        for name, step in runs:
+            ms, loss = timed(step, n)
+            times[name] += ms
+            loss_after[name] = loss
+    loss_after = {name: loss.item() for name, loss in loss_after.items()}
+    for name, _ in runs:
+        before, after = loss_before[name], loss_after[name]
         row = {"framework": "pytorch " + torch.__version__, "model": args.model, "batch": args.batch,
                "device": args.device, "threads": torch.get_num_threads(), "variant": name,
                "median_ms": round(statistics.median(times[name]), 4),
-               "min_ms": round(min(times[name]), 4), "iters": args.iters}
+               "min_ms": round(min(times[name]), 4), "iters": args.iters,
+               "loss_before": round(before, 6), "loss_after": round(after, 6)}
         if name == "ddp":
-            row["ddp_overhead_pct"] = round(100 * (statistics.median(times[name]) / plain - 1), 2)
+            row["ddp_overhead_pct"] = round(100 * (statistics.median(times[name]) /
+                                                   statistics.median(times["plain"]) - 1), 2)
+        # A capture that lost the backward or the optimizer step replays fast and trains nothing.
+        if not math.isfinite(after) or after == before:
+            row["warning"] = f"loss did not change over {args.iters} steps ({before} -> {after}): not training"
         print(json.dumps(row))
     if args.ddp:
         dist.destroy_process_group()
