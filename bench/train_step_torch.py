@@ -101,7 +101,7 @@ def main():
     if args.ddp and modes != ["eager"]:
         p.error("--ddp times eager steps only: use it with --mode eager")
     if dev.type == "cuda":
-        torch.cuda.set_device(dev)
+        torch.cuda.set_device(dev.index or 0)
 
     if args.ddp:
         import torch.distributed as dist
