@@ -65,9 +65,14 @@ def captured(model, opt, x, y, loss_fn, bf16):
         static_loss.backward()
         opt.step()
 
+    # The graph writes into the model's parameters, the optimizer's state and reads x and y at
+    # the addresses captured: the step must keep them alive (nothing else here does).
+    keep_alive = (model, opt, x, y)
+
     def step():
         graph.replay()
         return static_loss
+    step.keep_alive = keep_alive
     return step
 
 

@@ -33,7 +33,14 @@ struct TrainArgs {
   uint64_t seed = 0;
   std::string out = "catdog.safetensors";
   std::string resume;          // a checkpoint to continue from
-  int workers = 2;
+  int workers = 2;             // data loader threads (decoding the folders uses every core)
+  // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
+  // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).
+  std::string graph = "auto";  // auto | on | off
+  // Where the training augmentation runs: auto (gpu on CUDA), cpu or gpu (uint8 images are
+  // uploaded and warped on the device; the same per-pixel maths as the CPU's).
+  std::string augment_on = "auto";
+  bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
   std::string checkpoint;      // empty: <out>.ckpt
   int64_t checkpoint_every_steps = 0;
   std::string metrics;         // empty: <out>.metrics.csv (and .jsonl beside it)
@@ -63,7 +70,14 @@ struct EvaluateArgs {
   std::string data;
   std::string device;
   int64_t batch_size = 64;
-  int workers = 2;
+  int workers = 2;             // data loader threads (decoding the folders uses every core)
+  // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
+  // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).
+  std::string graph = "auto";  // auto | on | off
+  // Where the training augmentation runs: auto (gpu on CUDA), cpu or gpu (uint8 images are
+  // uploaded and warped on the device; the same per-pixel maths as the CPU's).
+  std::string augment_on = "auto";
+  bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
   bool strict = false;  // as TrainArgs::strict
 };
 

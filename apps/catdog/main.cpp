@@ -73,6 +73,11 @@ int main(int argc, char** argv) {
   train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--deterministic", t.deterministic, "deterministic GPU algorithms");
+  train->add_option("--graph", t.graph, "capture each training step into a CUDA graph: auto (one CUDA rank), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
+  train->add_option("--augment-on", t.augment_on, "where augmentation runs: auto (the GPU on CUDA), cpu, gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  train->add_flag("--conv-benchmark", t.conv_benchmark, "choose cuDNN's convolution algorithms by timing them");
   train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");
   train->add_flag("--strict", t.strict, "any image that does not decode is an error (default: left out, "
                   "with a warning naming it)");

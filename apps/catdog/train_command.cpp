@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "commands.h"
 #include "data_source.h"
@@ -118,6 +119,10 @@ void check_train_args(const TrainArgs& a) {
              "--lr-schedule: expected constant or cosine, got \"", a.lr_schedule, "\"");
   LOOM_CHECK(a.scale_lr == "off" || a.scale_lr == "linear", "--scale-lr: expected off or linear, got \"",
              a.scale_lr, "\"");
+  LOOM_CHECK(a.graph == "auto" || a.graph == "on" || a.graph == "off", "--graph: expected auto, on or off, got \"",
+             a.graph, "\"");
+  LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
+             "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
   LOOM_CHECK(std::isfinite(a.lr) && a.lr > 0.0, "--lr must be a finite number > 0, got ", a.lr);
 }
@@ -137,6 +142,29 @@ data::AugmentOptions training_transform(const std::string& name, uint64_t seed, 
   return o;
 }
 
+// Whether this rank's steps are captured. auto: on one CUDA rank; on: also on several ranks over
+// NCCL, whose all-reduces a graph can hold (the other backends' cannot be captured).
+bool capture_steps(const TrainArgs& args, const RankSetup& rank) {
+  if (args.graph == "off") return false;
+  const bool nccl = rank.group != nullptr && std::string(rank.group->backend()) == "nccl";
+  const bool one_rank = rank.world_size == 1;
+  const bool possible = rank.device.is_cuda() && (one_rank || nccl);
+  LOOM_CHECK(possible || args.graph == "auto", "--graph on: CUDA graphs need a CUDA device, and NCCL when there are "
+             "several ranks (this run: ", rank.world_size, " rank", one_rank ? "" : "s", " on ", rank.device.str(),
+             one_rank ? "" : ::loom::detail::concat(" over ", rank.group->backend()), ")");
+  return possible && (one_rank || args.graph == "on");
+}
+
+bool augment_on_gpu(const TrainArgs& args, Device device) {
+  LOOM_CHECK(args.augment_on != "gpu" || device.is_cuda(), "--augment-on gpu: the run is on ", device.str());
+  return args.augment_on == "gpu" || (args.augment_on == "auto" && device.is_cuda());
+}
+
+// The images are decoded once, at the start: with every core, however few loader threads run.
+int decode_threads(const TrainArgs& args) {
+  return std::max(args.workers, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 // What every rank trains on, decoded once per process.
 struct RunData {
   const data::Dataset* train = nullptr;
@@ -153,6 +181,7 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   train_options.seed = args.seed;
   train_options.num_workers = args.workers;
   train_options.device = rank.device;
+  train_options.augment_on_device = augment_on_gpu(args, rank.device);
   train_options.augment = training_transform(args.augment, args.seed, data.prep);
   train_options.on_bad_input = on_bad_input(args.strict);
   data::DataLoader train_loader(*data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
@@ -168,6 +197,7 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   train::FitOptions fit;
   fit.epochs = args.epochs;
   fit.group = rank.group;
+  fit.capture = capture_steps(args, rank);
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -219,18 +249,22 @@ int run_train(const TrainArgs& args) {
   }
   if (!args.resume.empty()) check_resume_recipe(args, plan.world_size);
   if (args.deterministic) set_deterministic(true);
+  if (args.conv_benchmark) set_conv_benchmark(true);
   if (plan.prints()) {
     std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-              << plan.device.str() << ", augment " << args.augment << ", resize " << args.resize
+              << plan.device.str() << ", augment " << args.augment << " on the "
+              << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
               << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args)
-              << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size) << "\n";
+              << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
+              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" ? ", steps in a CUDA graph" : "")
+              << "\n";
   }
 
   RunData data;
   data.prep.height = data.prep.width = args.image_size;
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
-  ImageSet train_set = load_image_set(split->train_dir, data.prep, args.workers, on_bad_input(args.strict));
-  ImageSet val_set = load_image_set(split->val_dir, data.prep, args.workers, on_bad_input(args.strict));
+  ImageSet train_set = load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
+  ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders");
   LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "

@@ -116,11 +116,11 @@ void ProcessGroup::check_tensor(const char* op, const char* role, const Tensor& 
              " but this group's collectives run on ", device_.str(), " (", who(), ")");
   LOOM_CHECK(t.is_contiguous(), op, ": the ", role, " tensor (shape ", shape_str(t.shape()),
              ", strides ", shape_str(t.strides()), ") must be contiguous; call .contiguous() first");
-  // A backend completes its Works by polling events from its own thread, which a capture's
-  // events do not allow: collectives run eagerly, outside CUDA graphs.
-  if (t.is_cuda()) {
-    cuda::check_not_capturing(t.device().index, op, "loom's process groups run their collectives eagerly "
-                              "(capture the model's steps without DistributedDataParallel)");
+  // Only NCCL's collectives can be recorded into a CUDA graph; the other backends complete
+  // theirs from a host thread, which a replay never reaches.
+  if (t.is_cuda() && !captures_collectives()) {
+    cuda::check_not_capturing(t.device().index, op, ::loom::detail::concat("the ", backend(), " backend runs its "
+                              "collectives from the host (only NCCL's can be captured)").c_str());
   }
 }
 

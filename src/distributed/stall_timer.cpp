@@ -1,6 +1,7 @@
 // StallTimer (stall_timer.h): an event pair per stretch on a GPU, a clock pair on the CPU.
 #include "distributed/stall_timer.h"
 
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 
 namespace loom::dist {
@@ -37,6 +38,8 @@ void StallTimer::begin() {
     mark = make_mark();
   }
   if (device_.is_cuda()) {
+    cuda::check_not_capturing(device_.index, "DistributedDataParallel::time_exposed_communication",
+                              "its timing events would be read on the host, where a graph's never finish");
     mark->begin->record(cuda::current_stream(device_.index));
   } else {
     mark->host_begin = std::chrono::steady_clock::now();

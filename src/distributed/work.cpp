@@ -66,6 +66,15 @@ void Work::mark_launched(std::shared_ptr<cuda::Event> done) {
   changed_.notify_all();
 }
 
+void Work::mark_captured(std::shared_ptr<cuda::Event> done) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_ != State::Pending) return;
+  done_ = std::move(done);
+  state_ = State::Completed;
+  alive_.clear();  // the graph's memory pool keeps what the replays touch
+  changed_.notify_all();
+}
+
 void Work::mark_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (state_ == State::Completed || state_ == State::Failed) return;

@@ -65,6 +65,10 @@ class Work {
   void keep_alive(std::vector<Tensor> tensors);
   // CUDA: queued on a stream; `done` completes with it.
   void mark_launched(std::shared_ptr<cuda::Event> done);
+  // CUDA: recorded into a graph being captured, which runs it at every replay. For the host it
+  // is complete now (there is nothing to poll: its events exist only inside the graph), while
+  // wait_stream() still orders the capture's stream after it through `done`.
+  void mark_captured(std::shared_ptr<cuda::Event> done);
   void mark_completed();
   void mark_failed(const std::string& reason);  // the first reason wins
   Clock::time_point deadline() const { return deadline_; }

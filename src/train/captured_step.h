@@ -15,9 +15,12 @@
 // is simply another shape with its own graph; past `max_graphs` shapes the steps run eagerly.
 // The optimizer's learning rate and step counts are read on the host before every replay
 // (schedules work, and state_dict() stays exact), and a replayed step gives bit for bit the
-// parameters of the eager one. A step that cannot be captured (a host synchronisation such as
-// item(), a random draw such as dropout, a process group's collective) makes run() throw a
-// loom::Error naming what, before anything of that step has run. On the CPU every step is eager.
+// parameters of the eager one. A model inside DistributedDataParallel over NCCL is captured with
+// its bucket all-reduces (NCCL collectives are graph nodes; every rank captures the same
+// sequence). A step that cannot be captured (a host synchronisation such as item(), a random
+// draw such as dropout, a collective of a host-driven backend: threads, MPI, TCP) makes run()
+// throw a loom::Error naming what, before anything of that step has run. On the CPU every step
+// is eager.
 #pragma once
 
 #include <cstdint>

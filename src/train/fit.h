@@ -57,9 +57,9 @@ struct FitOptions {
   //    A checkpoint taken mid-epoch resumes only on as many ranks as wrote it.
   dist::GroupPtr group;
   // Capture each input shape's training step into a CUDA graph and replay it (train::CapturedStep):
-  // the step's kernels run without the host's per-kernel work. Only for a model on a CUDA
-  // device without DistributedDataParallel or random layers (dropout); the steps are bit for bit
-  // the eager ones. Ignored on the CPU.
+  // the step's kernels run without the host's per-kernel work. For a model on a CUDA device
+  // without random layers (dropout); inside DistributedDataParallel only over NCCL. The steps
+  // are bit for bit the eager ones. Ignored on the CPU.
   bool capture = false;
 };
 

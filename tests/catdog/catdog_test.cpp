@@ -52,7 +52,7 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
   // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
   // and predict), Adam, no schedule.
-  EXPECT_NE(train_out_.find("augment torchvision, resize bilinear, weight decay 0, lr schedule constant"),
+  EXPECT_NE(train_out_.find("augment torchvision on the CPU, resize bilinear, weight decay 0, lr schedule constant"),
             std::string::npos) << train_out_;
   EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation, data::Interpolation::Bilinear);
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tensor/cuda/check.h"
+#include "tensor/cuda/graph.h"
 #include "tensor/cuda/runtime.h"
 
 #define LOOM_NCCL_CHECK(call) LOOM_LIBRARY_CHECK("NCCL", call, ncclSuccess, ncclGetErrorString)
@@ -90,6 +91,7 @@ class NcclGroup : public ProcessGroup {
   }
 
   const char* backend() const override { return "nccl"; }
+  bool captures_collectives() const override { return true; }
 
  protected:
   void start(const Collective& c, const WorkPtr& work) override {
@@ -114,7 +116,13 @@ class NcclGroup : public ProcessGroup {
     }
     std::shared_ptr<cuda::Event> done = spare_event();
     done->record(stream_);
-    work->mark_launched(std::move(done));
+    // Inside a capture the collective is a node of the graph: the watchdog cannot poll its
+    // event, and NCCL's asynchronous error is what reports a replay's failure.
+    if (cuda::capturing(device_)) {
+      work->mark_captured(std::move(done));
+    } else {
+      work->mark_launched(std::move(done));
+    }
   }
 
   void on_abort(const std::string&) override {
