@@ -3,14 +3,23 @@
 // loom::Error with one clear message, which main prints.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <loom/loom.h>
 
 namespace loom::catdog {
+
+// Data loader threads by default: half the cores, at least 2 and at most 8 (more only wait on
+// the GPU: a batch's crops are a few hundred kilobytes).
+inline int default_workers() {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::min(8, std::max(2, cores / 2));
+}
 
 struct TrainArgs {
   std::string data;            // empty: search the default places (data_source.h)
@@ -33,7 +42,7 @@ struct TrainArgs {
   uint64_t seed = 0;
   std::string out = "catdog.safetensors";
   std::string resume;          // a checkpoint to continue from
-  int workers = 2;             // data loader threads (decoding the folders uses every core)
+  int workers = default_workers();  // data loader threads (decoding the folders uses every core)
   // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
   // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).
   std::string graph = "auto";  // auto | on | off
@@ -70,7 +79,7 @@ struct EvaluateArgs {
   std::string data;
   std::string device;
   int64_t batch_size = 64;
-  int workers = 2;             // data loader threads (decoding the folders uses every core)
+  int workers = default_workers();  // data loader and decoding threads
   // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
   // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).
   std::string graph = "auto";  // auto | on | off
