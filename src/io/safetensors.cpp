@@ -23,13 +23,15 @@ const char* format_dtype(DType dtype) {
     case kInt64: return "I64";
     case kInt32: return "I32";
     case kUInt8: return "U8";
+    case kBFloat16: return "BF16";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& s, DType* dtype) {
   static const std::pair<const char*, DType> table[] = {
-      {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64}, {"I32", kInt32}, {"U8", kUInt8}};
+      {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64},
+      {"I32", kInt32},   {"U8", kUInt8},     {"BF16", kBFloat16}};
   for (const auto& [name, value] : table) {
     if (s == name) {
       *dtype = value;
@@ -131,7 +133,8 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
     Entry e;
     e.name = key;
     LOOM_CHECK(value["dtype"].is_string() && parse_dtype(value["dtype"].get<std::string>(), &e.dtype), where,
-               " has unsupported dtype ", nn::json_excerpt(value["dtype"]), " (loom reads F32, F64, I64, I32, U8)");
+               " has unsupported dtype ", nn::json_excerpt(value["dtype"]),
+               " (loom reads F32, F64, BF16, I64, I32, U8)");
     const auto& shape = value["shape"];
     LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ", nn::json_excerpt(shape));
     uint64_t numel = 1;

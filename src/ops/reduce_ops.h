@@ -5,14 +5,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include "tensor/dtype.h"
+#include "tensor/host_device.h"
 
 namespace loom::detail {
 
-// Floating sums accumulate in double so a sum of 2^26 floats keeps float precision; integer
-// sums accumulate (and are returned) in int64, as PyTorch does.
+// Floating sums (bfloat16's too) accumulate in double so a sum of 2^26 floats keeps float
+// precision; integer sums accumulate (and are returned) in int64, as PyTorch does.
 template <typename T>
-using sum_acc_t = std::conditional_t<std::is_floating_point<T>::value, double, int64_t>;
+using sum_acc_t = std::conditional_t<is_floating_type_v<T>, double, int64_t>;
 
 template <typename T>
 struct SumOp {
@@ -24,7 +25,7 @@ struct SumOp {
 
 template <typename T>
 LOOM_HOST_DEVICE bool is_nan_value(T v) {
-  if constexpr (std::is_floating_point<T>::value) return v != v;
+  if constexpr (is_floating_type_v<T>) return v != v;
   return false;
 }
 
@@ -58,7 +59,7 @@ struct SumSink {
   Out* out;
   double scale;
   LOOM_HOST_DEVICE void store(int64_t row, Acc acc) const {
-    if constexpr (std::is_floating_point<Out>::value) {
+    if constexpr (is_floating_type_v<Out>) {
       out[row] = static_cast<Out>(static_cast<double>(acc) * scale);
     } else {
       out[row] = static_cast<Out>(acc);

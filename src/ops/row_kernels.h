@@ -11,8 +11,9 @@ namespace loom::detail {
 enum class ReduceKind { Sum, Max, Min };
 
 // What to reduce and where the results go. Sum: values[row] = scale * sum of the row (values
-// is float for float input, int64 for integer input). Max/Min: values (same dtype as the input)
-// and indices (int64, position within the row of the first extreme); either may be undefined.
+// has the input's dtype when floating, bfloat16 included, int64 for integer input). Max/Min:
+// values (same dtype as the input) and indices (int64, position within the row of the first
+// extreme); either may be undefined.
 struct RowReduction {
   ReduceKind kind = ReduceKind::Sum;
   double scale = 1.0;

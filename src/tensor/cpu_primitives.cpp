@@ -47,7 +47,7 @@ T* base_ptr(const Tensor& t) {
 }  // namespace
 
 void cpu_fill(const Tensor& dst, double value) {
-  LOOM_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "fill_", [&] {
     scalar_t* out = base_ptr<scalar_t>(dst);
     const scalar_t v = static_cast<scalar_t>(value);
     for_each_pair(dst, dst, "fill_", [&](int64_t o, int64_t) { out[o] = v; });
@@ -55,10 +55,10 @@ void cpu_fill(const Tensor& dst, double value) {
 }
 
 void cpu_copy(const Tensor& dst, const Tensor& src) {
-  LOOM_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "copy_", [&] {
     using out_t = scalar_t;
     out_t* out = base_ptr<out_t>(dst);
-    LOOM_DISPATCH_ALL(src.dtype(), "copy_", [&] {
+    LOOM_DISPATCH_ALL_AND_BF16(src.dtype(), "copy_", [&] {
       const scalar_t* from = base_ptr<scalar_t>(src);
       for_each_pair(dst, src, "copy_", [&](int64_t o, int64_t s) { out[o] = static_cast<out_t>(from[s]); });
     });
@@ -66,15 +66,17 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
 }
 
 void cpu_accumulate(const Tensor& dst, const Tensor& src) {
-  LOOM_DISPATCH_ALL(dst.dtype(), "accumulate", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "accumulate", [&] {
     scalar_t* out = base_ptr<scalar_t>(dst);
     const scalar_t* from = base_ptr<scalar_t>(src);
-    for_each_pair(dst, src, "accumulate", [&](int64_t o, int64_t s) { out[o] += from[s]; });
+    // In the promoted type (float for bfloat16), rounded once back to the element type.
+    for_each_pair(dst, src, "accumulate",
+                  [&](int64_t o, int64_t s) { out[o] = static_cast<scalar_t>(out[o] + from[s]); });
   });
 }
 
 void cpu_fill_random(const Tensor& dst, const RandomParams& p) {
-  LOOM_DISPATCH_ALL(dst.dtype(), "random", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "random", [&] {
     scalar_t* out = dst.data_ptr<scalar_t>();
     const int64_t n = dst.numel();
     const int kind = static_cast<int>(p.kind);

@@ -13,6 +13,7 @@ size_t element_size(DType dtype) {
     case DType::Int64: return 8;
     case DType::Int32: return 4;
     case DType::UInt8: return 1;
+    case DType::BFloat16: return 2;
   }
   LOOM_ASSERT(false, "unknown dtype");
   return 0;
@@ -25,11 +26,14 @@ const char* dtype_name(DType dtype) {
     case DType::Int64: return "int64";
     case DType::Int32: return "int32";
     case DType::UInt8: return "uint8";
+    case DType::BFloat16: return "bfloat16";
   }
   return "unknown";
 }
 
-bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64; }
+bool is_floating(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16;
+}
 
 std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
 

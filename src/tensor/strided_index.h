@@ -5,13 +5,8 @@
 
 #include <cstdint>
 
+#include "tensor/host_device.h"
 #include "tensor/shape.h"
-
-#if defined(__CUDACC__)
-#define LOOM_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define LOOM_HOST_DEVICE inline
-#endif
 
 namespace loom {
 

@@ -107,6 +107,7 @@ LOOM_INSTANTIATE_ACCESS(double)
 LOOM_INSTANTIATE_ACCESS(int64_t)
 LOOM_INSTANTIATE_ACCESS(int32_t)
 LOOM_INSTANTIATE_ACCESS(uint8_t)
+LOOM_INSTANTIATE_ACCESS(BFloat16)
 #undef LOOM_INSTANTIATE_ACCESS
 
 // ---- copies -------------------------------------------------------------------------------

@@ -55,6 +55,18 @@ TEST_F(ModelFile, RoundTripRebuildsTheModelAndItsPredictions) {
   EXPECT_EQ(file.metadata.at("format"), "pt");
 }
 
+// A model file's spec implies float32 weights; bfloat16 weights are written as BF16 but refused
+// on loading, as every dtype conversion is, naming the tensor and both dtypes.
+TEST_F(ModelFile, BFloat16WeightsAreWrittenButRefusedAgainstTheSpec) {
+  Generator gen(5);
+  auto model = nn::seed_cnn(nn::Init::Keras, &gen);
+  model->to(kBFloat16);
+  io::save_model(path("b.safetensors"), *model, prep());
+  EXPECT_EQ(io::load_safetensors(path("b.safetensors")).at("0.weight").dtype(), kBFloat16);
+  EXPECT_LOOM_ERROR(io::load_model(path("b.safetensors")),
+                    "0.weight is bfloat16, the model's float32");
+}
+
 TEST_F(ModelFile, TruncatedGarbageAndForeignFilesNameTheFileAndProblem) {
   Generator gen(4);
   auto model = nn::seed_cnn(nn::Init::Keras, &gen);

@@ -63,6 +63,41 @@ TEST_F(Safetensors, RoundTripsEveryDtypeAndMetadata) {
   EXPECT_LOOM_ERROR(file.at("missing"), "no tensor named \"missing\"");
 }
 
+// BF16 is stored as the raw little-endian 16-bit patterns, as Python's safetensors and PyTorch
+// write torch.bfloat16: NaN payloads, infinities and subnormals come back bit for bit.
+TEST_F(Safetensors, BFloat16RoundTripsBitForBit) {
+  Generator gen(2);
+  std::vector<BFloat16> special;
+  for (uint16_t bits : {0x3F80, 0xC020, 0x0001, 0x8000, 0x7F7F, 0x7F80, 0xFF80, 0x7FC1, 0xFF81}) {
+    special.push_back(BFloat16::from_bits(bits));
+  }
+  const io::NamedTensors tensors = {
+      {"w", randn({6, 5}, kFloat32, &gen).to(kBFloat16)},
+      {"strided", randn({4, 3}, kBFloat16, &gen).t()},
+      {"special", from_vector<BFloat16>(special)},
+      {"f", randn({3}, kFloat32, &gen)},
+  };
+  io::save_safetensors(path("b.safetensors"), tensors);
+  const io::TensorFile file = io::load_safetensors(path("b.safetensors"));
+  for (const auto& [name, t] : tensors) {
+    const Tensor& back = file.at(name);
+    EXPECT_EQ(back.dtype(), t.dtype()) << name;
+    EXPECT_EQ(back.shape(), t.shape()) << name;
+    if (t.dtype() != kBFloat16) continue;
+    std::vector<uint16_t> want, got;
+    for (const BFloat16& v : t.to_vector<BFloat16>()) want.push_back(v.bits);
+    for (const BFloat16& v : back.to_vector<BFloat16>()) got.push_back(v.bits);
+    EXPECT_EQ(got, want) << name;
+  }
+  // The bytes: "BF16" in the header, 1.0 as 0x3F80 low byte first.
+  const std::string bytes = io::serialize_safetensors({{"one", ones({1}, kBFloat16)}});
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_NE(bytes.substr(8, n).find(R"("dtype":"BF16","shape":[1],"data_offsets":[0,2])"),
+            std::string::npos);
+  EXPECT_EQ(bytes.substr(8 + n), std::string("\x80\x3f", 2));
+}
+
 TEST_F(Safetensors, ByteLayoutIsTheFormat) {
   const std::string bytes = io::serialize_safetensors({{"a", from_vector<float>({1.0f, -2.0f})}});
   uint64_t n = 0;
@@ -85,8 +120,10 @@ TEST_F(Safetensors, MalformedFilesAreRejectedBeforeAnyData) {
   EXPECT_LOOM_ERROR(parse(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}"), "header length");
   EXPECT_LOOM_ERROR(parse(file_bytes("{not json", "")), "the safetensors header: malformed JSON");
   EXPECT_LOOM_ERROR(parse(file_bytes("[1,2]", "")), "not a JSON object");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", good_data)),
-                    "unsupported dtype \"BF16\"");
+  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", good_data)),
+                    "unsupported dtype \"F16\"");
+  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,8]}})", good_data)),
+                    "shape [3] of bfloat16 needs 6");
   EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", good_data)),
                     "invalid shape");
   EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", good_data)),

@@ -103,10 +103,11 @@ TEST(Activation, FloatGradientsKeepTheDtype) {
 
 TEST(Activation, IntegerInputsAreRejected) {
   EXPECT_LOOM_ERROR(relu(zeros({2}, kInt64)),
-                    "relu: expected float32 or float64 tensors, got int64");
-  EXPECT_LOOM_ERROR(leaky_relu(zeros({2}, kUInt8)), "leaky_relu: expected float32 or float64");
-  EXPECT_LOOM_ERROR(sigmoid(zeros({2}, kInt32)), "sigmoid: expected float32 or float64");
-  EXPECT_LOOM_ERROR(tanh(zeros({2}, kInt32)), "tanh: expected float32 or float64");
+                    "relu: expected float32, float64 or bfloat16 tensors, got int64");
+  EXPECT_LOOM_ERROR(leaky_relu(zeros({2}, kUInt8)),
+                    "leaky_relu: expected float32, float64 or bfloat16");
+  EXPECT_LOOM_ERROR(sigmoid(zeros({2}, kInt32)), "sigmoid: expected float32, float64 or bfloat16");
+  EXPECT_LOOM_ERROR(tanh(zeros({2}, kInt32)), "tanh: expected float32, float64 or bfloat16");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // CPU/CUDA parity of every elementwise op and activation: forward values and the gradients of
-// every leaf, in float32 and float64, on contiguous, broadcast, scalar-shaped and transposed
-// operands; comparisons and where() on every dtype; device-mismatch errors.
+// every leaf, in float32, float64 and bfloat16, on contiguous, broadcast, scalar-shaped and
+// transposed operands; comparisons and where() on every dtype; device-mismatch errors.
 #include "elementwise_cases.h"
 
 namespace loom {
@@ -8,12 +8,31 @@ namespace {
 
 using namespace testing;
 
-double tolerance(DType dtype) { return dtype == kFloat32 ? 2e-5 : 1e-12; }
+struct Tolerance {
+  double atol, rtol;            // of the outputs
+  double grad_atol, grad_rtol;  // of the gradients
+};
+
+Tolerance tolerance(DType dtype) {
+  const double tol = dtype == kFloat32 ? 2e-5 : 1e-12;
+  return {tol, tol, tol, tol};
+}
+
+// bfloat16 is computed in float and rounded with the same function on both devices, so ops
+// made of IEEE-exact float operations agree exactly (zero tolerance), gradients included. A
+// libm result (exp, log, tanh, pow) may differ in float's last bit, so by one bfloat16 ulp
+// (2^-7 relative at most); a gradient chains two or three of them (pow's: pow, then two
+// products), hence four ulps, and tanh's and sigmoid's read their output y, whose one ulp moves
+// 1 - y^2 and y (1 - y) by up to 2^-7 of the weight (|w| < 5) however small they are.
+Tolerance bf16_tolerance(const std::string& op) {
+  if (!uses_libm(op)) return {0.0, 0.0, 0.0, 0.0};
+  return {0.0, 0x1p-7, 5 * 0x1p-7, 0x1p-5};
+}
 
 // Runs f on CPU leaves and on CUDA copies of them, then compares the outputs and, after a
 // backward() with the same random weights, every leaf's gradient.
 void expect_parity(const Function& f, const std::vector<Tensor>& values, DType dtype,
-                   double tol = 0.0) {
+                   const Tolerance& tol) {
   std::vector<Tensor> cpu, gpu;
   for (const Tensor& v : values) {
     cpu.push_back(v.detach().to(dtype).set_requires_grad(true));
@@ -22,8 +41,8 @@ void expect_parity(const Function& f, const std::vector<Tensor>& values, DType d
   const Tensor out_cpu = f(cpu);
   const Tensor out_gpu = f(gpu);
   ASSERT_TRUE(out_gpu.is_cuda());
-  if (tol == 0.0) tol = tolerance(dtype);
-  EXPECT_TENSOR_NEAR(out_gpu.cpu(), out_cpu, tol, tol);
+  EXPECT_EQ(out_gpu.dtype(), dtype);
+  EXPECT_TENSOR_NEAR(out_gpu.cpu(), out_cpu, tol.atol, tol.rtol);
   Generator gen(77);
   const Tensor weights = randn(out_cpu.shape(), dtype, &gen);
   out_cpu.backward(weights);
@@ -32,7 +51,7 @@ void expect_parity(const Function& f, const std::vector<Tensor>& values, DType d
     SCOPED_TRACE("gradient of input " + std::to_string(i));
     ASSERT_TRUE(gpu[i].grad().defined());
     EXPECT_TRUE(gpu[i].grad().is_cuda());
-    EXPECT_TENSOR_NEAR(gpu[i].grad().cpu(), cpu[i].grad(), tol, tol);
+    EXPECT_TENSOR_NEAR(gpu[i].grad().cpu(), cpu[i].grad(), tol.grad_atol, tol.grad_rtol);
   }
 }
 
@@ -43,9 +62,10 @@ TEST(ElementwiseGpu, EveryDifferentiableOpMatchesTheCpu) {
     for (const Layout& layout : layouts_for(c)) {
       std::vector<Tensor> values;
       for (const Shape& shape : layout.shapes) values.push_back(make_input(c, shape, ++seed));
-      for (DType dtype : {kFloat32, kFloat64}) {
+      for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
         SCOPED_TRACE(c.name + " on " + layout.name + " " + dtype_name(dtype));
-        expect_parity(with_layout(c.f, layout), values, dtype);
+        const Tolerance tol = dtype == kBFloat16 ? bf16_tolerance(c.name) : tolerance(dtype);
+        expect_parity(with_layout(c.f, layout), values, dtype, tol);
       }
     }
   }
@@ -60,9 +80,18 @@ TEST(ElementwiseGpu, LargeTensorsMatchTheCpu) {
     // b's gradient sums 1031 rows, in a different order on each device.
     const double tol = dtype == kFloat32 ? 1e-3 : 1e-10;
     expect_parity([](const std::vector<Tensor>& in) { return sigmoid(in[0] * in[1]); }, {a, b},
-                  dtype, tol);
-    expect_parity([](const std::vector<Tensor>& in) { return in[0].t() - 1.5; }, {a}, dtype);
+                  dtype, {tol, tol, tol, tol});
+    expect_parity([](const std::vector<Tensor>& in) { return in[0].t() - 1.5; }, {a}, dtype,
+                  tolerance(dtype));
   }
+  // bfloat16: a broadcast product whose second gradient sums 1031 rows in double, in another
+  // order on each device (a few double ulps apart, which could change the rounding to bfloat16
+  // only for a sum that close to a tie), and a libm op on a transposed operand.
+  expect_parity([](const std::vector<Tensor>& in) { return in[0] * in[1] + 0.5; }, {a, b},
+                kBFloat16, bf16_tolerance("mul"));
+  expect_parity(
+      [](const std::vector<Tensor>& in) { return sigmoid(in[0].t()) - in[1].unsqueeze(1); },
+      {a, b}, kBFloat16, bf16_tolerance("sigmoid"));
 }
 
 TEST(ElementwiseGpu, ComparisonsAndWhereMatchTheCpuOnEveryDtype) {
@@ -78,7 +107,7 @@ TEST(ElementwiseGpu, ComparisonsAndWhereMatchTheCpuOnEveryDtype) {
       {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge}};
   const std::vector<std::pair<const char*, CompareScalar>> scalar_compares = {
       {"eq", eq}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge}};
-  for (DType dtype : {kFloat32, kFloat64, kInt64, kInt32, kUInt8}) {
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16, kInt64, kInt32, kUInt8}) {
     const Tensor ac = a.to(dtype), bc = b.to(dtype);
     const Tensor ag = a.to(kCUDA, dtype), bg = b.to(kCUDA, dtype);
     for (const auto& [name, op] : compares) {
@@ -112,7 +141,7 @@ TEST(ElementwiseGpu, WhereGradientsWithABroadcastConditionMatchTheCpu) {
         [cond](const std::vector<Tensor>& in) {
           return where(cond.to(in[0].device()), in[0], in[1]);
         },
-        {random_leaf({1, 4}, 5), random_leaf({3, 4}, 6)}, dtype);
+        {random_leaf({1, 4}, 5), random_leaf({3, 4}, 6)}, dtype, tolerance(dtype));
   }
 }
 

@@ -1,6 +1,6 @@
 // Values of the elementwise ops against loop-computed references on every operand layout
-// (broadcast, scalar-shaped, transposed) in float32 and float64, hand-checked corner cases,
-// comparisons and where() on every dtype, and the errors users see.
+// (broadcast, scalar-shaped, transposed) in float32, float64 and bfloat16, hand-checked corner
+// cases, comparisons and where() on every dtype, and the errors users see.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -16,6 +16,12 @@ using namespace testing;
 std::vector<double> values_as(const Tensor& t, const Shape& shape) {
   return t.detach().expand(shape).contiguous().to(kFloat64).to_vector<double>();
 }
+
+// The reference is computed on the operands' own (rounded) values, so the tolerance covers the
+// op alone. bfloat16, computed in float and rounded once: half an ulp, 2^-9 of the value, plus
+// float's error; purely relative.
+double atol(DType dtype) { return dtype == kFloat32 ? 1e-6 : (dtype == kFloat64 ? 1e-14 : 0.0); }
+double rtol(DType dtype) { return dtype == kFloat32 ? 1e-6 : (dtype == kFloat64 ? 1e-14 : 0x1p-8); }
 
 Tensor random_in(const Shape& shape, uint64_t seed, bool positive) {
   Generator gen(seed);
@@ -49,7 +55,7 @@ TEST(ElementwiseValues, BinaryOpsMatchLoopsOnEveryLayoutAndDtype) {
   uint64_t seed = 1;
   for (const BinaryRef& r : refs) {
     for (const Layout& layout : binary_layouts()) {
-      for (DType dtype : {kFloat32, kFloat64}) {
+      for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
         SCOPED_TRACE(std::string(r.name) + " on " + layout.name + " " + dtype_name(dtype));
         Tensor a = random_in(layout.shapes[0], ++seed, r.positive).to(dtype);
         Tensor b = random_in(layout.shapes[1], ++seed, r.positive).to(dtype);
@@ -60,8 +66,7 @@ TEST(ElementwiseValues, BinaryOpsMatchLoopsOnEveryLayoutAndDtype) {
         for (size_t i = 0; i < av.size(); ++i) expected[i] = r.ref(av[i], bv[i]);
         const Tensor out = r.op(a, b);
         EXPECT_EQ(out.dtype(), dtype);
-        const double tol = dtype == kFloat32 ? 1e-6 : 1e-14;
-        EXPECT_TENSOR_NEAR(out, from_vector<double>(expected, shape), tol, tol);
+        EXPECT_TENSOR_NEAR(out, from_vector<double>(expected, shape), atol(dtype), rtol(dtype));
       }
     }
   }
@@ -94,7 +99,7 @@ TEST(ElementwiseValues, UnaryOpsMatchLoopsOnEveryLayoutAndDtype) {
   uint64_t seed = 1000;
   for (const UnaryRef& r : refs) {
     for (const Layout& layout : unary_layouts()) {
-      for (DType dtype : {kFloat32, kFloat64}) {
+      for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
         SCOPED_TRACE(std::string(r.name) + " on " + layout.name + " " + dtype_name(dtype));
         Tensor x = random_in(layout.shapes[0], ++seed, r.positive).to(dtype);
         if (layout.transpose_first) x = x.t();
@@ -103,8 +108,7 @@ TEST(ElementwiseValues, UnaryOpsMatchLoopsOnEveryLayoutAndDtype) {
         for (size_t i = 0; i < xv.size(); ++i) expected[i] = r.ref(xv[i]);
         const Tensor out = r.op(x);
         EXPECT_EQ(out.dtype(), dtype);
-        const double tol = dtype == kFloat32 ? 1e-6 : 1e-14;
-        EXPECT_TENSOR_NEAR(out, from_vector<double>(expected, x.shape()), tol, tol);
+        EXPECT_TENSOR_NEAR(out, from_vector<double>(expected, x.shape()), atol(dtype), rtol(dtype));
       }
     }
   }
@@ -155,7 +159,7 @@ TEST(ElementwiseValues, ComparisonsOnEveryDtype) {
   EXPECT_EQ(gt(a, b).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 0, 0, 1, 0}));
   EXPECT_EQ(ge(a, b).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 1, 0, 1, 1}));
   EXPECT_EQ(gt(a, b).dtype(), kUInt8);
-  for (DType dtype : {kFloat32, kFloat64, kInt64, kInt32, kUInt8}) {
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16, kInt64, kInt32, kUInt8}) {
     SCOPED_TRACE(dtype_name(dtype));
     Tensor x = from_vector<int>({0, 1, 2, 3}).to(dtype);
     EXPECT_EQ(gt(x, 1.0).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 1, 1}));
@@ -176,7 +180,7 @@ TEST(ElementwiseValues, ComparisonsOnEveryDtype) {
 
 TEST(ElementwiseValues, WhereBroadcastsAllThreeOnEveryDtype) {
   Tensor cond = from_vector<uint8_t>({1, 0, 1}, {3, 1});
-  for (DType dtype : {kFloat32, kFloat64, kInt64, kInt32, kUInt8}) {
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16, kInt64, kInt32, kUInt8}) {
     SCOPED_TRACE(dtype_name(dtype));
     Tensor a = from_vector<int>({1, 2}, {1, 2}).to(dtype);
     Tensor b = full({}, 9, dtype);
@@ -209,10 +213,11 @@ TEST(ElementwiseErrors, MessagesNameTheOpAndTheValues) {
                     "mul: dtypes differ (float32 [2] and float64 [2])");
   EXPECT_LOOM_ERROR(eq(zeros({2}), zeros({2}, kInt64)),
                     "eq: dtypes differ (float32 [2] and int64 [2])");
-  EXPECT_LOOM_ERROR(exp(zeros({2}, kInt64)), "exp: expected float32 or float64 tensors, got int64");
+  EXPECT_LOOM_ERROR(exp(zeros({2}, kInt64)),
+                    "exp: expected float32, float64 or bfloat16 tensors, got int64");
   EXPECT_LOOM_ERROR(add(zeros({2}, kInt32), zeros({2}, kInt32)),
-                    "add: expected float32 or float64");
-  EXPECT_LOOM_ERROR(add(zeros({2}, kUInt8), 1.0), "add: expected float32 or float64");
+                    "add: expected float32, float64 or bfloat16");
+  EXPECT_LOOM_ERROR(add(zeros({2}, kUInt8), 1.0), "add: expected float32, float64 or bfloat16");
   EXPECT_LOOM_ERROR(clamp(zeros({2}), 1.0, -1.0), "clamp: min (1) is greater than max (-1)");
   EXPECT_LOOM_ERROR(where(zeros({2}), zeros({2}), zeros({2})),
                     "where: the condition must be uint8, got float32");

@@ -21,6 +21,8 @@ MPI_Datatype mpi_type(DType dtype) {
       return MPI_INT32_T;
     case kUInt8:
       return MPI_UINT8_T;
+    case kBFloat16:
+      break;  // MPI has no bfloat16 type
   }
   LOOM_FAIL("mpi: no MPI datatype for ", dtype_name(dtype));
 }

@@ -11,7 +11,7 @@ void one_hot_loop(const I* idx, int64_t n, const Tensor& out, int64_t classes) {
     LOOM_CHECK(idx[i] >= 0 && idx[i] < classes, "one_hot: index ", static_cast<int64_t>(idx[i]),
                " (at position ", i, ") is out of range for num_classes ", classes);
   }
-  LOOM_DISPATCH_ALL(out.dtype(), "one_hot", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(out.dtype(), "one_hot", [&] {
     scalar_t* o = out.data_ptr<scalar_t>();
     for (int64_t i = 0; i < n; ++i) o[i * classes + static_cast<int64_t>(idx[i])] = scalar_t(1);
   });

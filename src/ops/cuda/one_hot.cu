@@ -36,7 +36,7 @@ void cuda_one_hot(const Tensor& indices, const Tensor& out, int64_t classes) {
   auto* flag_ptr = static_cast<unsigned long long*>(flag.raw_data());
   const int64_t n = indices.numel();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32));
-  LOOM_DISPATCH_ALL(out.dtype(), "one_hot", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(out.dtype(), "one_hot", [&] {
     if (indices.dtype() == kInt64) {
       one_hot_kernel<<<blocks, kThreads, 0, stream>>>(indices.data_ptr<int64_t>(), n,
                                                       out.data_ptr<scalar_t>(), classes, flag_ptr);

@@ -101,11 +101,11 @@ void reduce(const T* in, int64_t rows, int64_t length, const Op& op, const Sink&
 void cuda_reduce_rows(const Tensor& in, int64_t rows, int64_t length, const RowReduction& r) {
   const int device = in.device().index;
   cuda::DeviceGuard guard(device);
-  LOOM_DISPATCH_ALL(in.dtype(), "reduce", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(in.dtype(), "reduce", [&] {
     const scalar_t* x = in.data_ptr<scalar_t>();
     if (r.kind == ReduceKind::Sum) {
       using acc_t = sum_acc_t<scalar_t>;
-      using out_t = std::conditional_t<std::is_floating_point<scalar_t>::value, scalar_t, int64_t>;
+      using out_t = std::conditional_t<is_floating_type_v<scalar_t>, scalar_t, int64_t>;
       reduce(x, rows, length, SumOp<scalar_t>{},
              SumSink<acc_t, out_t>{r.values.data_ptr<out_t>(), r.scale}, device);
       return;

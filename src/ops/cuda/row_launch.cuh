@@ -38,6 +38,10 @@ __device__ __forceinline__ T shfl_xor(T v, int mask) {
 __device__ __forceinline__ uint8_t shfl_xor(uint8_t v, int mask) {
   return static_cast<uint8_t>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), mask));
 }
+__device__ __forceinline__ BFloat16 shfl_xor(BFloat16 v, int mask) {
+  const int bits = __shfl_xor_sync(0xffffffffu, static_cast<int>(v.bits), mask);
+  return BFloat16::from_bits(static_cast<uint16_t>(bits));
+}
 template <typename T>
 __device__ __forceinline__ ValueIndex<T> shfl_xor(ValueIndex<T> v, int mask) {
   return {shfl_xor(v.value, mask), shfl_xor(v.index, mask)};

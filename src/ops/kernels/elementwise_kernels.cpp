@@ -36,8 +36,9 @@ Tensor run_floating(ElementwiseOp op, const char* name, const std::vector<Tensor
                shape_str(first.shape()), " and ", inputs[i].dtype(), " ",
                shape_str(inputs[i].shape()), ")");
   }
-  LOOM_CHECK(is_floating(first.dtype()), name, ": expected float32 or float64 tensors, got ",
-             first.dtype(), " of shape ", shape_str(first.shape()));
+  LOOM_CHECK(is_floating(first.dtype()), name,
+             ": expected float32, float64 or bfloat16 tensors, got ", first.dtype(), " of shape ",
+             shape_str(first.shape()));
   return run_elementwise(op, name, inputs, first.dtype(), params);
 }
 

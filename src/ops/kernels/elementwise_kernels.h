@@ -36,8 +36,8 @@ enum class ElementwiseOp {
 Tensor run_elementwise(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,
                        DType out_dtype, const OpParams& params = {});
 
-// run_elementwise for maths: every input must share the first one's dtype, float32 or float64,
-// and the output has that dtype too.
+// run_elementwise for maths: every input must share the first one's dtype, float32, float64 or
+// bfloat16 (computed in float32), and the output has that dtype too.
 Tensor run_floating(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,
                     const OpParams& params = {});
 

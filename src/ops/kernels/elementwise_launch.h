@@ -4,6 +4,7 @@
 // out[i] = f(operands[i]...) for i in [0, n).
 #pragma once
 
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -58,16 +59,43 @@ void bind_operands(const F& f, const char* name, const Tensor& out,
                      inputs, run);
 }
 
+// bfloat16 operands run an op's float32 functor: every input widened to float (exactly), the
+// result rounded to bfloat16 once (uint8 results and conditions pass through as they are).
+template <typename T>
+using bf16_for_t = std::conditional_t<std::is_same_v<T, float>, BFloat16, T>;
+
+template <typename F, typename Signature = typename F::signature>
+struct ComputeInFloat;
+
+template <typename F, typename Out, typename... In>
+struct ComputeInFloat<F, Sig<Out, In...>> {
+  using signature = Sig<bf16_for_t<Out>, bf16_for_t<In>...>;
+  F f;
+  LOOM_HOST_DEVICE bf16_for_t<Out> operator()(bf16_for_t<In>... x) const {
+    return static_cast<bf16_for_t<Out>>(f(static_cast<In>(x)...));
+  }
+};
+
+// The functor of op F for element type T.
+template <template <typename> class F, typename T>
+auto functor_for(const OpParams& p) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    return ComputeInFloat<F<float>>{make_functor<F<float>>(p)};
+  } else {
+    return make_functor<F<T>>(p);
+  }
+}
+
 // Calls visit(functor) with the functor of `op` for element type `dtype`; math ops accept
-// float32 and float64, comparisons and where every dtype.
+// float32, float64 and bfloat16, comparisons and where every dtype.
 template <template <typename> class F, typename Visitor>
 void on_floating(DType dtype, const char* name, const OpParams& p, Visitor& visit) {
-  LOOM_DISPATCH_FLOATING(dtype, name, [&] { visit(make_functor<F<scalar_t>>(p)); });
+  LOOM_DISPATCH_FLOATING_AND_BF16(dtype, name, [&] { visit(functor_for<F, scalar_t>(p)); });
 }
 
 template <template <typename> class F, typename Visitor>
 void on_all(DType dtype, const char* name, const OpParams& p, Visitor& visit) {
-  LOOM_DISPATCH_ALL(dtype, name, [&] { visit(make_functor<F<scalar_t>>(p)); });
+  LOOM_DISPATCH_ALL_AND_BF16(dtype, name, [&] { visit(functor_for<F, scalar_t>(p)); });
 }
 
 template <typename Visitor>

@@ -43,7 +43,7 @@ __global__ void copy_kernel(Out* out, StridedIndexer out_ix, const In* in, Strid
 template <typename T>
 __global__ void accumulate_kernel(T* out, StridedIndexer out_ix, const T* in, StridedIndexer in_ix, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    out[out_ix(i)] += in[in_ix(i)];
+    out[out_ix(i)] = static_cast<T>(out[out_ix(i)] + in[in_ix(i)]);
   }
 }
 
@@ -73,7 +73,7 @@ __global__ void flat_float4_kernel(float* out, const float* in, int64_t n, Op op
 
 struct AddOp {
   template <typename T>
-  __device__ T operator()(T out, T in) const { return out + in; }
+  __device__ T operator()(T out, T in) const { return static_cast<T>(out + in); }
 };
 
 template <typename T>
@@ -112,14 +112,14 @@ void cuda_fill(const Tensor& dst, double value) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   if (dst.is_contiguous()) {
-    LOOM_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
+    LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "fill_", [&] {
       launch_flat(dst.data_ptr<scalar_t>(), static_cast<const scalar_t*>(nullptr), n,
                   SetOp<scalar_t>{static_cast<scalar_t>(value)}, stream_of(dst));
     });
     return;
   }
   const StridedIndexer ix = make_indexer(dst, dst.shape(), "fill_");
-  LOOM_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "fill_", [&] {
     fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(base_ptr<scalar_t>(dst), ix, n,
                                                                  static_cast<scalar_t>(value));
     LOOM_CUDA_KERNEL_CHECK();
@@ -136,9 +136,9 @@ void cuda_copy(const Tensor& dst, const Tensor& src) {
   }
   const StridedIndexer out_ix = make_indexer(dst, dst.shape(), "copy_");
   const StridedIndexer in_ix = make_indexer(src, dst.shape(), "copy_");
-  LOOM_DISPATCH_ALL(dst.dtype(), "copy_", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "copy_", [&] {
     using out_t = scalar_t;
-    LOOM_DISPATCH_ALL(src.dtype(), "copy_", [&] {
+    LOOM_DISPATCH_ALL_AND_BF16(src.dtype(), "copy_", [&] {
       copy_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(
           base_ptr<out_t>(dst), out_ix, base_ptr<scalar_t>(src), in_ix, n);
       LOOM_CUDA_KERNEL_CHECK();
@@ -151,14 +151,14 @@ void cuda_accumulate(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   if (n == 0) return;
   if (dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.is_contiguous() && src.is_contiguous()) {
-    LOOM_DISPATCH_ALL(dst.dtype(), "accumulate", [&] {
+    LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "accumulate", [&] {
       launch_flat(dst.data_ptr<scalar_t>(), src.data_ptr<scalar_t>(), n, AddOp{}, stream_of(dst));
     });
     return;
   }
   const StridedIndexer out_ix = make_indexer(dst, dst.shape(), "accumulate");
   const StridedIndexer in_ix = make_indexer(src, dst.shape(), "accumulate");
-  LOOM_DISPATCH_ALL(dst.dtype(), "accumulate", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "accumulate", [&] {
     accumulate_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(
         base_ptr<scalar_t>(dst), out_ix, base_ptr<scalar_t>(src), in_ix, n);
     LOOM_CUDA_KERNEL_CHECK();
@@ -172,7 +172,7 @@ void cuda_fill_random(const Tensor& dst, const RandomParams& p) {
                             "capture's numbers");
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
-  LOOM_DISPATCH_ALL(dst.dtype(), "random", [&] {
+  LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "random", [&] {
     random_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(
         dst.data_ptr<scalar_t>(), n, static_cast<int>(p.kind), p.low, p.high, p.seed, p.offset);
     LOOM_CUDA_KERNEL_CHECK();
