@@ -3,6 +3,7 @@
 // checkpoints, resume, metrics logs and the final model file, on one rank or several
 // (launch_plan.h). When no data was named and none is found, it says what to provide and trains
 // the same library on Fashion-MNIST instead (fashion_fallback.cpp).
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -263,6 +264,7 @@ int run_train(const TrainArgs& args) {
   RunData data;
   data.prep.height = data.prep.width = args.image_size;
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
+  const auto decode_start = std::chrono::steady_clock::now();
   ImageSet train_set = load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
   ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
@@ -281,7 +283,10 @@ int run_train(const TrainArgs& args) {
     std::cout << "loom-catdog: " << data.train->size() << " training and " << data.val->size()
               << " validation images, classes";
     for (const auto& c : train_set.classes()) std::cout << " " << c;
-    std::cout << "\n";
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    char took[64];
+    std::snprintf(took, sizeof took, " (decoded in %.2f s on %d threads)", seconds, decode_threads(args));
+    std::cout << took << "\n";
   }
 
   // Before the launch: dist::spawn and init_from_environment seed each rank's generator from

@@ -24,11 +24,21 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel,
   reset_own_parameters(init, gen);
 }
 
+namespace {
+void check_conv_input(const Tensor& x, int64_t in_channels, int64_t out_channels) {
+  LOOM_CHECK(x.dim() == 4 && x.size(1) == in_channels, "Conv2d(", in_channels, ", ", out_channels,
+             "): expected input [N, ", in_channels, ", H, W], got ", shape_str(x.shape()));
+}
+}  // namespace
+
 Tensor Conv2d::forward(const Tensor& x) {
-  LOOM_CHECK(x.dim() == 4 && x.size(1) == in_channels_, "Conv2d(", in_channels_, ", ",
-             out_channels_, "): expected input [N, ", in_channels_, ", H, W], got ",
-             shape_str(x.shape()));
+  check_conv_input(x, in_channels_, out_channels_);
   return conv2d(x, weight, bias, options_);
+}
+
+Tensor Conv2d::forward_relu(const Tensor& x) {
+  check_conv_input(x, in_channels_, out_channels_);
+  return conv2d_relu(x, weight, bias, options_);
 }
 
 void Conv2d::reset_own_parameters(Init scheme, Generator* gen) {

@@ -21,6 +21,9 @@ class Conv2d : public Module {
          bool bias = true, Init init = Init::PyTorch, Generator* gen = nullptr);
 
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) in one pass over the output on CUDA (loom::conv2d_relu): Sequential calls it
+  // for a Conv2d followed by a ReLU.
+  Tensor forward_relu(const Tensor& x);
 
   std::string type_name() const override { return "Conv2d"; }
   std::string config_json() const override;

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/activation.h"
+#include "nn/conv.h"
 #include "nn/spec.h"
 
 namespace loom::nn {
@@ -28,8 +30,18 @@ const ModulePtr& Sequential::operator[](size_t index) const {
 
 Tensor Sequential::forward(const Tensor& input) {
   LOOM_CHECK(size() > 0, "Sequential: forward on a model without layers");
+  const auto& layers = named_children();
   Tensor x = input;
-  for (const auto& entry : named_children()) x = entry.second->forward(x);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    // A Conv2d and the ReLU after it run as one op: the bias and the relu in one pass.
+    auto* conv = dynamic_cast<Conv2d*>(layers[i].second.get());
+    if (conv != nullptr && i + 1 < layers.size() && dynamic_cast<ReLU*>(layers[i + 1].second.get()) != nullptr) {
+      x = conv->forward_relu(x);
+      ++i;
+      continue;
+    }
+    x = layers[i].second->forward(x);
+  }
   return x;
 }
 

@@ -4,8 +4,10 @@
 
 #include <atomic>
 
+#include "ops/activation.h"
 #include "ops/conv_kernels.h"
 #include "ops/dispatch.h"
+#include "ops/kernels/elementwise_kernels.h"
 #include "tensor/autograd.h"
 
 namespace loom {
@@ -107,24 +109,33 @@ std::string cuda_library_versions() {
 #endif
 }
 
-Tensor conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
-              const Conv2dOptions& options) {
+namespace {
+
+// conv2d, followed by relu when `relu` (CUDA only: one pass adds the bias and applies it).
+Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
+                   const Conv2dOptions& options, bool relu) {
   const detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);
   const Tensor x = x_in.contiguous();
   const Tensor weight = weight_in.contiguous();
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   Tensor out;
   if (x.is_cuda()) {
-    LOOM_CUDA_DISPATCH("conv2d", out = detail::cuda_conv2d_forward(x, weight, bias, g));
+    LOOM_CUDA_DISPATCH(name, out = detail::cuda_conv2d_forward(x, weight, bias, g, relu));
   } else {
+    LOOM_ASSERT(!relu, "conv2d_relu's fused pass is CUDA's");
     out = detail::cpu_conv2d_forward(x, weight, bias, g);
   }
   const bool need_input = x_in.requires_grad(), need_weight = weight_in.requires_grad();
   const bool need_bias = bias_in.defined() && bias_in.requires_grad();
-  // Saves the (contiguous) input and weight: each gradient needs the other operand.
-  return record("conv2d", out, {x_in, weight_in, bias_in},
-                [x, weight, g, need_input, need_weight, need_bias](const Tensor& grad) {
-                  const Tensor dy = grad.contiguous();
+  // Saves the (contiguous) input and weight: each gradient needs the other operand; with relu,
+  // the output too, whose sign gates the gradient as relu's backward does.
+  const Tensor y = relu ? out.detach() : Tensor();
+  return record(name, out, {x_in, weight_in, bias_in},
+                [x, weight, g, y, need_input, need_weight, need_bias](const Tensor& grad) {
+                  const Tensor dy =
+                      y.defined() ? detail::run_floating(detail::ElementwiseOp::ReluBackward, "conv2d_relu backward",
+                                                         {grad, y})
+                                  : grad.contiguous();
                   detail::ConvGrads r;
                   if (dy.is_cuda()) {
                     LOOM_CUDA_DISPATCH("conv2d backward",
@@ -135,6 +146,17 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
                   }
                   return std::vector<Tensor>{r.input, r.weight, r.bias};
                 });
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  return conv2d_impl("conv2d", x, weight, bias, options, false);
+}
+
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  if (!x.is_cuda()) return relu(conv2d(x, weight, bias, options));
+  return conv2d_impl("conv2d_relu", x, weight, bias, options, true);
 }
 
 }  // namespace loom

@@ -46,6 +46,12 @@ struct ConvAxis {
 };
 ConvAxis conv2d_axis(const Conv2dOptions& options, int axis, int64_t in, int64_t kernel);
 
+// relu(conv2d(x, weight, bias, options)), with the bias and the relu in one pass over the
+// output on CUDA (Sequential runs a Conv2d followed by a ReLU through it); the gradients are
+// those of the composition. On the CPU it is the composition.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                   const Conv2dOptions& options = {});
+
 // Restricts cuDNN to deterministic convolution algorithms (bitwise-reproducible training on a
 // GPU, at some cost in speed). The CPU path is always deterministic.
 void set_deterministic(bool deterministic);

@@ -28,8 +28,9 @@ ConvGrads cpu_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Ten
                               const ConvGeometry& g, bool need_input, bool need_weight,
                               bool need_bias);
 
+// The bias (and, with `relu`, max(., 0)) is added by one pass of loom's own over cuDNN's output.
 Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const ConvGeometry& g);
+                           const ConvGeometry& g, bool relu = false);
 ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
                                const ConvGeometry& g, bool need_input, bool need_weight,
                                bool need_bias);

@@ -134,6 +134,16 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
+Tensor& Tensor::add_(const Tensor& src) {
+  check_defined("add_");
+  LOOM_CHECK(src.defined(), "add_: the tensor to add is undefined");
+  LOOM_CHECK(src.shape() == shape() && src.dtype() == dtype() && src.device() == device(), "add_: adds a ",
+             dtype_name(src.dtype()), " ", shape_str(src.shape()), " tensor on ", src.device().str(), " to a ",
+             dtype_name(dtype()), " ", shape_str(shape()), " one on ", device().str(), "; they must match");
+  detail::accumulate(*this, src);
+  return *this;
+}
+
 Tensor& Tensor::fill_(double value) {
   check_defined("fill_");
   detail::fill(*this, value);

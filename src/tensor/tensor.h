@@ -108,6 +108,7 @@ class Tensor {
   Tensor& copy_(const Tensor& src);  // broadcasts src, converts dtype, crosses devices
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
+  Tensor& add_(const Tensor& src);  // += src of the same shape, dtype and device
 
   // --- autograd -----------------------------------------------------------------------------
   bool requires_grad() const;

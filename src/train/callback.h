@@ -34,8 +34,8 @@ struct TrainContext {
   bool epoch_finished = false;  // true in on_epoch_end and after
   Tensor batch_loss;            // the last batch's mean loss (device scalar, no history; under
                                 // FitOptions::capture the next step overwrites it)
-  Tensor loss_sum;              // this epoch: sum of loss * batch size (device scalar)
-  Tensor correct_sum;           // this epoch: correct predictions (device scalar)
+  Tensor loss_sum;              // this epoch: sum of loss * batch size (device scalar, in place)
+  Tensor correct_sum;           // this epoch: correct predictions (device scalar, in place)
   int64_t samples_seen = 0;     // this epoch
   int64_t batch_size = 0;       // samples in the last batch
   bool stop_training = false;   // a callback sets it to end the run after this epoch (the same

@@ -44,6 +44,7 @@ CapturedStep::Result CapturedStep::eager(const Tensor& inputs, const Tensor& lab
   loss.backward();
   optimizer_.step();
   ++eager_steps_;
+  if (options_.after_step) options_.after_step(loss.detach(), outputs.detach(), labels);
   return {loss.detach(), outputs.detach(), false};
 }
 
@@ -78,6 +79,7 @@ void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels)
     const Tensor loss = loss_(outputs, s.labels);
     loss.backward();
     optimizer_.step();
+    if (options_.after_step) options_.after_step(loss.detach(), outputs.detach(), s.labels);
     graph->capture_end();
     s.outputs = outputs.detach();
     s.loss = loss.detach();

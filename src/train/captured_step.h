@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,10 @@ class CapturedStep {
   struct Options {
     int warmup_steps = 1;   // eager steps of each shape before it is captured
     size_t max_graphs = 4;  // shapes with a graph of their own; further shapes run eagerly
+    // Runs after every step's optimizer update, with the step's loss, outputs and labels
+    // (without history); captured with the step, so it may only update, in place, tensors that
+    // outlive the graph (fit's running sums of loss and correct predictions).
+    std::function<void(const Tensor& loss, const Tensor& outputs, const Tensor& labels)> after_step;
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);

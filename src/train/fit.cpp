@@ -54,8 +54,8 @@ io::TrainingState TrainContext::capture_state() const {
   s.loader_seed = train_loader.options().seed;
   s.augment_seed = train_loader.options().augment.seed;
   if (!epoch_finished && group == nullptr) {
-    s.loss_sum = loss_sum;
-    s.correct_sum = correct_sum;
+    s.loss_sum = loss_sum.clone();  // the running sums go on changing in place
+    s.correct_sum = correct_sum.clone();
     s.samples_seen = samples_seen;
   } else if (!epoch_finished) {
     // Every rank's own float sums, so that each resumed rank goes on adding to exactly the
@@ -106,12 +106,12 @@ void apply_resume(TrainContext& ctx, const io::TrainingState& s, Device device) 
                " (each rank's shard of the epoch depends on the number of ranks; resume on ", saved_ranks,
                " or from a checkpoint at an epoch's end)");
     if (ctx.world_size == 1) {
-      ctx.loss_sum = s.loss_sum.to(device);
-      ctx.correct_sum = s.correct_sum.to(device);
+      ctx.loss_sum.copy_(s.loss_sum);
+      ctx.correct_sum.copy_(s.correct_sum);
       ctx.samples_seen = s.samples_seen;
     } else {
-      ctx.loss_sum = s.loss_sum.select(0, ctx.rank).to(device);
-      ctx.correct_sum = s.correct_sum.select(0, ctx.rank).to(device);
+      ctx.loss_sum.copy_(s.loss_sum.select(0, ctx.rank));
+      ctx.correct_sum.copy_(s.correct_sum.select(0, ctx.rank));
       // Only the total divides the metrics; split evenly it is each rank's own count whenever
       // the shards are equal (DistributedSampler's).
       ctx.samples_seen = s.samples_seen / ctx.world_size + (ctx.rank < s.samples_seen % ctx.world_size ? 1 : 0);
@@ -162,6 +162,10 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   TrainContext ctx(model, optimizer, train_loader, history);
   ctx.epochs = options.epochs;
   join_group(ctx, options.group.get(), train_loader, val_loader);
+  // The epoch's running sums are two device scalars updated in place for the whole run, so that
+  // a captured step's graph can add to them itself.
+  ctx.loss_sum = zeros({}, device);
+  ctx.correct_sum = zeros({}, device);
   bool resuming = false;
   if (options.resume) {
     apply_resume(ctx, *options.resume, device);
@@ -172,8 +176,17 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   // On N ranks a line is due at steps every rank can tell (not on a clock), because drawing one
   // sums the ranks' metrics; options.out, the same on every rank, says whether lines are drawn.
   const bool lockstep = ctx.group != nullptr && options.out != nullptr;
+  const auto add_to_sums = [&ctx](const Tensor& loss, const Tensor& outputs, const Tensor& labels) {
+    NoGradGuard no_grad;
+    ctx.loss_sum.add_(loss * static_cast<double>(labels.numel()));
+    ctx.correct_sum.add_(count_correct(outputs, labels));
+  };
   std::unique_ptr<CapturedStep> captured;
-  if (options.capture && device.is_cuda()) captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer);
+  if (options.capture && device.is_cuda()) {
+    CapturedStep::Options capture_options;
+    capture_options.after_step = add_to_sums;  // inside the graph, with the step
+    captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer, capture_options);
+  }
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);
 
   for (; ctx.epoch < options.epochs && !ctx.stop_training; ++ctx.epoch) {
@@ -187,8 +200,8 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     if (ctx.group != nullptr) ctx.steps_per_epoch = all_reduce_value(*ctx.group, ctx.steps_per_epoch, dist::ReduceOp::Min);
     if (!mid_epoch) {
       ctx.step_in_epoch = 0;
-      ctx.loss_sum = zeros({}, device);
-      ctx.correct_sum = zeros({}, device);
+      ctx.loss_sum.zero_();
+      ctx.correct_sum.zero_();
       ctx.samples_seen = 0;
     }
     resuming = false;
@@ -207,15 +220,11 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
         optimizer.zero_grad();
         loss.backward();
         optimizer.step();
+        add_to_sums(loss.detach(), outputs.detach(), batch->labels);
       }
       const int64_t n = batch->labels.numel();
       ctx.batch_loss = loss.detach();
       ctx.batch_size = n;
-      {
-        NoGradGuard no_grad;
-        ctx.loss_sum = ctx.loss_sum + ctx.batch_loss * static_cast<double>(n);
-        ctx.correct_sum = ctx.correct_sum + count_correct(outputs.detach(), batch->labels);
-      }
       ctx.samples_seen += n;
       ++ctx.step_in_epoch;
       ++ctx.global_step;

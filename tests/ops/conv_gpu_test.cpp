@@ -178,5 +178,44 @@ TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
   EXPECT_EQ(grads[0], grads[1]);
 }
 
+// conv2d_relu on CUDA (cuDNN, then one pass adding the bias and applying relu: 16-byte steps
+// when a plane's size is a multiple of 4, one element otherwise) against the CPU's composition,
+// forward and every gradient; float64 to a tight tolerance, float32 in full float32.
+TEST(Conv2dCuda, FusedReluMatchesTheComposition) {
+  LOOM_REQUIRE_CUDA();
+  const ConvTf32Scope full(false);
+  const std::vector<GpuCase> cases = {
+      {{3, 3, 16, 16}, {8, 3, 3, 3}, Conv2dOptions().padding(1)},  // planes of 256: 4 at a time
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, Conv2dOptions()},              // planes of 35: one at a time
+      {{2, 4, 64, 64}, {6, 4, 3, 3}, Conv2dOptions().stride(3)},  // seed_cnn's geometry
+  };
+  uint64_t seed = 60;
+  for (const GpuCase& c : cases) {
+    SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
+    for (DType dtype : {kFloat64, kFloat32}) {
+      Generator gen(seed++);
+      const Tensor x = randn(c.x, dtype, &gen), w = uniform(c.w, -0.5, 0.5, dtype, &gen);
+      const Tensor b = randn({c.w[0]}, dtype, &gen);
+      const Conv2dOptions opt = c.opt;
+      const double tol = dtype == kFloat64 ? 1e-10 : 5e-4;
+      expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
+                         {x, w, b}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
+      expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], Tensor(), opt); },
+                         {x, w}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
+    }
+  }
+  // The fused output is exactly relu of the unfused one on the same device (and about half
+  // of it is clipped: the test sees both sides of the kink).
+  Generator gen(70);
+  const Tensor x = randn({4, 3, 20, 20}, TensorOptions().device(kCUDA), &gen);
+  const Tensor w = randn({8, 3, 3, 3}, TensorOptions().device(kCUDA), &gen);
+  const Tensor b = randn({8}, TensorOptions().device(kCUDA), &gen);
+  const Tensor fused = conv2d_relu(x, w, b, Conv2dOptions().padding(1)).cpu();
+  EXPECT_TENSOR_NEAR(fused, relu(conv2d(x, w, b, Conv2dOptions().padding(1))).cpu(), 0.0, 0.0);
+  const double zeros = sum(eq(fused, 0.0).to(kFloat64)).item<double>() / static_cast<double>(fused.numel());
+  EXPECT_GT(zeros, 0.2);
+  EXPECT_LT(zeros, 0.8);
+}
+
 }  // namespace
 }  // namespace loom

@@ -89,6 +89,24 @@ TEST(Views, ShareStorageAndSeeWrites) {
   EXPECT_EQ(base.to_vector<float>(), (std::vector<float>{0, 1, 9, 3, -1, -1, 9, -1, 8, 9, 9, 11}));
 }
 
+// add_ adds in place, through a view too, and names what differs when the tensors do not match.
+TEST(InPlace, AddAddsInPlaceAndRefusesMismatches) {
+  Generator gen(14);
+  Tensor base = uniform({2, 3}, -1.0, 1.0, kFloat64, &gen);
+  const Tensor before = base.clone();
+  const Tensor other = uniform({2, 3}, -1.0, 1.0, kFloat64, &gen);
+  const void* storage = base.raw_data();
+  base.add_(other);
+  EXPECT_EQ(base.raw_data(), storage);
+  EXPECT_TENSOR_NEAR(base, before + other, 0.0, 0.0);
+  Tensor row = base.select(0, 1);
+  row.add_(full({3}, 2.0, kFloat64));
+  EXPECT_TENSOR_NEAR(base.select(0, 1), (before + other).select(0, 1) + 2.0, 1e-15, 0.0);
+  EXPECT_LOOM_ERROR(base.add_(ones({3}, kFloat64)), "they must match");
+  EXPECT_LOOM_ERROR(base.add_(ones({2, 3}, kFloat32)), "float32");
+  EXPECT_LOOM_ERROR(base.add_(Tensor()), "undefined");
+}
+
 TEST(Views, ReshapeViewsWhenItCanAndCopiesWhenItMust) {
   Tensor base = arange(24, kFloat32).reshape({2, 3, 4});
   Tensor merged = base.reshape({6, -1});

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "ops/conv.h"
 #include "ops/conv_kernels.h"
@@ -281,6 +282,57 @@ Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
   return out;
 }
 
+// y[n, o, :, :] = act(y + bias[o]) in place, `Vec` elements a thread (4 for float planes whose
+// size is a multiple of 4: one 16-byte load and store). cudnnAddTensor took 136 us for the
+// 126 MB of classic_cnn's first layer at batch 256, over twice what moving them costs.
+template <typename T, int Vec>
+__global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t plane_vectors, int64_t channels,
+                                 bool relu) {
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
+       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T b = bias != nullptr ? bias[(v / plane_vectors) % channels] : T(0);
+    T* p = y + v * Vec;
+    T vals[Vec];
+    if constexpr (Vec == 4) {
+      const float4 in = *reinterpret_cast<const float4*>(p);
+      vals[0] = in.x, vals[1] = in.y, vals[2] = in.z, vals[3] = in.w;
+    } else {
+      vals[0] = p[0];
+    }
+#pragma unroll
+    for (int i = 0; i < Vec; ++i) {
+      vals[i] += b;
+      if (relu && vals[i] < T(0)) vals[i] = T(0);  // relu's own rule: NaN and -0 pass
+    }
+    if constexpr (Vec == 4) {
+      *reinterpret_cast<float4*>(p) = make_float4(vals[0], vals[1], vals[2], vals[3]);
+    } else {
+      p[0] = vals[0];
+    }
+  }
+}
+
+void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, bool relu) {
+  const int device = y.device().index;
+  const int64_t plane = g.oh * g.ow, n = y.numel();
+  if (n == 0) return;
+  cudaStream_t stream = cuda::current_stream(device);
+  LOOM_DISPATCH_FLOATING(y.dtype(), "conv2d", [&] {
+    using T = scalar_t;
+    const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
+    const bool vec4 = std::is_same<T, float>::value && plane % 4 == 0;
+    const int64_t vectors = vec4 ? n / 4 : n;
+    const int threads = 256;
+    const int blocks = static_cast<int>(std::min<int64_t>((vectors + threads - 1) / threads, 65536));
+    if (vec4) {
+      bias_relu_kernel<T, 4><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane / 4, g.o, relu);
+    } else {
+      bias_relu_kernel<T, 1><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
+    }
+    LOOM_CUDA_KERNEL_CHECK();
+  });
+}
+
 }  // namespace
 
 int64_t cuda_conv_algorithm_searches() { return g_searches; }
@@ -294,7 +346,7 @@ std::string cuda_library_versions() {
 }
 
 Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const ConvGeometry& g) {
+                           const ConvGeometry& g, bool relu) {
   const int device = x.device().index;
   cuda::DeviceGuard guard(device);
   const ConvGeometry s = symmetric(g);
@@ -308,11 +360,7 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
       c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
       c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
       cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
-  if (bias.defined()) {
-    const cuda::TensorDescriptor b(x.dtype(), 1, g.o, 1, 1);
-    LOOM_CUDNN_CHECK(cudnnAddTensor(c.handle, cuda::cudnn_one(c.dtype), b.get(), bias.raw_data(),
-                                    cuda::cudnn_one(c.dtype), c.y.get(), y.raw_data()));
-  }
+  if (bias.defined() || relu) add_bias_relu(y, bias, g, relu);
   return y;
 }
 
