@@ -41,19 +41,15 @@ Shape out_shape(const Tensor& x, const detail::PoolGeometry& g) {
   return {x.size(0), x.size(1), g.y.out, g.x.out};
 }
 
-// Records the backward shared by all pools: gather from the outputs (indices: max pooling).
-Tensor record_pool(const char* name, const Tensor& x, Tensor out, const detail::PoolGeometry& g,
-                   bool include_pad, const Tensor& indices) {
+// Records a pool's backward: dx, shaped like x, is written by backward(dy, dx) on dy's device.
+template <typename Backward>
+Tensor record_pool(const char* name, const Tensor& x, Tensor out, Backward backward) {
   const Shape in_shape = x.shape();
   const TensorOptions options = x.options();
-  return record(name, out, {x}, [g, include_pad, indices, in_shape, options](const Tensor& grad) {
+  return record(name, out, {x}, [backward, in_shape, options](const Tensor& grad) {
     const Tensor dy = grad.contiguous();
     Tensor dx = empty(in_shape, options);
-    if (dy.is_cuda()) {
-      LOOM_CUDA_DISPATCH("pool2d backward", detail::cuda_pool2d_backward(dy, indices, g, include_pad, dx));
-    } else {
-      detail::cpu_pool2d_backward(dy, indices, g, include_pad, dx);
-    }
+    backward(dy, dx);
     return std::vector<Tensor>{dx};
   });
 }
@@ -66,7 +62,14 @@ Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry
   } else {
     detail::cpu_avg_pool2d(x, g, include_pad, out);
   }
-  return record_pool(name, x_in, out, g, include_pad, Tensor());
+  return record_pool(name, x_in, out, [g, include_pad](const Tensor& dy, const Tensor& dx) {
+    if (dy.is_cuda()) {
+      LOOM_CUDA_DISPATCH("avg_pool2d backward",
+                         detail::cuda_avg_pool2d_backward(dy, g, include_pad, dx));
+    } else {
+      detail::cpu_avg_pool2d_backward(dy, g, include_pad, dx);
+    }
+  });
 }
 
 }  // namespace
@@ -81,17 +84,27 @@ int64_t pool2d_output_size(const char* op, const char* axis, int64_t in, int64_t
   return kernel <= in + 2 * pad ? (in + 2 * pad - kernel) / stride + 1 : 0;
 }
 
+// Saves each window's winner as its offset in the window (pool_kernels.h), one byte for the
+// usual kernels; the backward sends each output's gradient to that one input pixel.
 Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding) {
   const detail::PoolGeometry g = fixed_geometry("max_pool2d", x_in, kernel, stride, padding);
   const Tensor x = x_in.contiguous();
   Tensor out = empty(out_shape(x, g), x.options());
-  Tensor indices = empty(out_shape(x, g), TensorOptions(kInt64).device(x.device()));
+  const Tensor offsets =
+      empty(out_shape(x, g), TensorOptions(detail::max_pool_offset_dtype(g)).device(x.device()));
   if (x.is_cuda()) {
-    LOOM_CUDA_DISPATCH("max_pool2d", detail::cuda_max_pool2d(x, g, out, indices));
+    LOOM_CUDA_DISPATCH("max_pool2d", detail::cuda_max_pool2d(x, g, out, offsets));
   } else {
-    detail::cpu_max_pool2d(x, g, out, indices);
+    detail::cpu_max_pool2d(x, g, out, offsets);
   }
-  return record_pool("max_pool2d", x_in, out, g, false, indices);
+  return record_pool("max_pool2d", x_in, out, [g, offsets](const Tensor& dy, const Tensor& dx) {
+    if (dy.is_cuda()) {
+      LOOM_CUDA_DISPATCH("max_pool2d backward",
+                         detail::cuda_max_pool2d_backward(dy, offsets, g, dx));
+    } else {
+      detail::cpu_max_pool2d_backward(dy, offsets, g, dx);
+    }
+  });
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {

@@ -1,8 +1,8 @@
 // Internal: pooling windows and the per-element rules shared by the CPU loops and the CUDA
 // kernels (so both backends compute each output the same way), and the backend entry points.
-// Backward passes gather from the outputs whose window holds an input pixel: no atomics, so
-// the GPU result is deterministic (the CPU's max pooling scatters through the argmax instead,
-// one thread per plane).
+// Max pooling saves each winner as its offset inside the kernel window (uint8 for windows of
+// up to 255 taps); backward turns the offset back into an input position. Average pooling's
+// backward gathers from the outputs whose window holds an input pixel.
 #pragma once
 
 #include <cstdint>
@@ -53,29 +53,114 @@ struct PoolGeometry {
   PoolAxis y, x;
 };
 
-// out = max of rows [y0, y1) x columns [x0, x1) of `plane` (rows of in_x); index = its flat
-// position. The first maximum in row-major order wins; a NaN only when it comes first.
-template <typename T>
-LOOM_HOST_DEVICE void max_of_window(const T* plane, int64_t in_x, int64_t y0, int64_t y1,
-                                    int64_t x0, int64_t x1, T& out, int64_t& index) {
-  index = y0 * in_x + x0;
-  out = plane[index];
-  for (int64_t y = y0; y < y1; ++y) {
-    for (int64_t x = x0; x < x1; ++x) {
-      const T v = plane[y * in_x + x];
-      if (v > out) out = v, index = y * in_x + x;
-    }
+// Max pooling's windows along a fixed axis, in the kernels' index type I. Window o begins at
+// origin = o * stride - pad (in the padding when negative) and covers input [start, end), the
+// kernel's taps clipped to the input; never empty, as padding is at most half the kernel.
+template <typename I>
+struct MaxWindow {
+  I origin, start, end;
+  LOOM_HOST_DEVICE MaxWindow(const PoolAxis& a, I o) {
+    origin = o * static_cast<I>(a.stride) - static_cast<I>(a.pad);
+    start = origin < 0 ? I(0) : origin;
+    const I stop = origin + static_cast<I>(a.kernel);
+    end = stop < static_cast<I>(a.in) ? stop : static_cast<I>(a.in);
+  }
+};
+
+// The saved argmax of a max-pool output: the winner's offset (y - y.origin) * kernel_w +
+// (x - x.origin) in its kernel window, in [0, kernel_h * kernel_w). One byte while the window
+// has at most 255 taps, else int64 (a kernel that large is rare; the meaning stays the same).
+inline DType max_pool_offset_dtype(const PoolGeometry& g) {
+  return g.y.kernel * g.x.kernel <= 255 ? kUInt8 : kInt64;
+}
+
+// Calls f(W{}) with W the C++ type of max-pool offsets of dtype `dtype` (uint8_t or int64_t).
+template <typename F>
+void with_offset_type(DType dtype, F&& f) {
+  if (dtype == kUInt8) {
+    f(uint8_t{});
+  } else {
+    LOOM_ASSERT(dtype == kInt64);
+    f(int64_t{});
   }
 }
 
-// out = max of the window of (oy, ox) in `plane` [in_y, in_x]; index = its flat position.
-template <typename T>
-LOOM_HOST_DEVICE void max_pool_at(const T* plane, const PoolGeometry& g, int64_t oy, int64_t ox,
-                                  T& out, int64_t& index) {
-  int64_t y0, y1, x0, x1, unused;
-  g.y.window(oy, false, y0, y1, unused);
-  g.x.window(ox, false, x0, x1, unused);
-  max_of_window(plane, g.x.in, y0, y1, x0, x1, out, index);
+// out = max of rows [wy.start, wy.end) x columns [wx.start, wx.end) of `plane` (rows of in_x);
+// returns the winner's window offset. The first maximum in row-major order wins; a NaN only
+// when it comes first (a comparison with NaN is false). Selects rather than branches (the
+// winner is data-dependent) into locals, as `out` may alias `plane` and would be re-read.
+template <typename T, typename I>
+LOOM_HOST_DEVICE I max_of_window(const T* plane, I in_x, I kernel_w, const MaxWindow<I>& wy,
+                                 const MaxWindow<I>& wx, T& out) {
+  const T* row = plane + wy.start * in_x;
+  T best = row[wx.start];
+  I at = (wy.start - wy.origin) * kernel_w + (wx.start - wx.origin);
+  for (I y = wy.start; y < wy.end; ++y, row += in_x) {
+    const I tap_row = (y - wy.origin) * kernel_w - wx.origin;
+    for (I x = wx.start; x < wx.end; ++x) {
+      const T v = row[x];
+      const bool wins = v > best;
+      best = wins ? v : best;
+      at = wins ? tap_row + x : at;
+    }
+  }
+  out = best;
+  return at;
+}
+
+// out = max of the window of (oy, ox) in `plane` [y.in, x.in]; returns its window offset.
+template <typename T, typename I>
+LOOM_HOST_DEVICE I max_pool_at(const T* plane, const PoolGeometry& g, I oy, I ox, T& out) {
+  return max_of_window(plane, static_cast<I>(g.x.in), static_cast<I>(g.x.kernel),
+                       MaxWindow<I>(g.y, oy), MaxWindow<I>(g.x, ox), out);
+}
+
+// Where in its plane (y * x.in + x) the corner of output (oy, ox)'s kernel window lies, at
+// (y.origin, x.origin): outside the plane when that corner is in the padding.
+template <typename I>
+LOOM_HOST_DEVICE I max_pool_corner(const PoolGeometry& g, I oy, I ox) {
+  const I y = oy * static_cast<I>(g.y.stride) - static_cast<I>(g.y.pad);
+  const I x = ox * static_cast<I>(g.x.stride) - static_cast<I>(g.x.pad);
+  return y * static_cast<I>(g.x.in) + x;
+}
+
+// How far past its window's corner, in plane positions, window offset t lies.
+template <typename I>
+LOOM_HOST_DEVICE I max_pool_tap(const PoolGeometry& g, I t) {
+  const I kernel_w = static_cast<I>(g.x.kernel), ty = t / kernel_w;
+  return ty * static_cast<I>(g.x.in) + (t - ty * kernel_w);
+}
+
+// Outputs [first, last) along a fixed axis whose windows hold input i: o * stride - pad <= i
+// < o * stride - pad + kernel.
+template <typename I>
+LOOM_HOST_DEVICE void max_pool_outputs_of(const PoolAxis& a, I i, I& first, I& last) {
+  const I k = static_cast<I>(a.kernel), s = static_cast<I>(a.stride),
+          shifted = i + static_cast<I>(a.pad);
+  first = shifted < k ? I(0) : (shifted - k) / s + 1;
+  last = shifted / s + 1;
+  if (last > static_cast<I>(a.out)) last = static_cast<I>(a.out);
+}
+
+// Gradient of input (iy, ix) of one plane under max pooling: grad [y.out, x.out] summed over
+// the outputs whose saved offset names this pixel, in output order, in double.
+template <typename T, typename W, typename I>
+LOOM_HOST_DEVICE T max_pool_grad_at(const T* grad, const W* offsets, const PoolGeometry& g, I iy,
+                                    I ix) {
+  I oy0, oy1, ox0, ox1;
+  max_pool_outputs_of(g.y, iy, oy0, oy1);
+  max_pool_outputs_of(g.x, ix, ox0, ox1);
+  const I out_x = static_cast<I>(g.x.out), kernel_w = static_cast<I>(g.x.kernel);
+  double s = 0.0;
+  for (I oy = oy0; oy < oy1; ++oy) {
+    const I ty = iy - (oy * static_cast<I>(g.y.stride) - static_cast<I>(g.y.pad));
+    for (I ox = ox0; ox < ox1; ++ox) {
+      const I tx = ix - (ox * static_cast<I>(g.x.stride) - static_cast<I>(g.x.pad));
+      const I o = oy * out_x + ox;
+      if (static_cast<I>(offsets[o]) == ty * kernel_w + tx) s += grad[o];
+    }
+  }
+  return static_cast<T>(s);
 }
 
 template <typename T>
@@ -91,44 +176,44 @@ LOOM_HOST_DEVICE T avg_pool_at(const T* plane, const PoolGeometry& g, bool inclu
   return static_cast<T>(s / static_cast<double>(cy * cx));
 }
 
-// Gradient of input (iy, ix) of one plane: grad [out_y, out_x] of the outputs, indices their
-// argmax (max pooling) or null (average pooling).
+// Gradient of input (iy, ix) of one plane under average pooling: grad [out_y, out_x] of the
+// outputs whose window holds it, each divided by its window's divisor.
 template <typename T>
-LOOM_HOST_DEVICE T pool_grad_at(const T* grad, const int64_t* indices, const PoolGeometry& g,
-                                bool include_pad, int64_t iy, int64_t ix) {
+LOOM_HOST_DEVICE T avg_pool_grad_at(const T* grad, const PoolGeometry& g, bool include_pad,
+                                    int64_t iy, int64_t ix) {
   int64_t oy0, oy1, ox0, ox1;
   g.y.outputs_of(iy, oy0, oy1);
   g.x.outputs_of(ix, ox0, ox1);
-  const int64_t self = iy * g.x.in + ix;
   double s = 0.0;
   for (int64_t oy = oy0; oy < oy1; ++oy) {
     int64_t y0, y1, cy;
     g.y.window(oy, include_pad, y0, y1, cy);
     if (iy < y0 || iy >= y1) continue;
     for (int64_t ox = ox0; ox < ox1; ++ox) {
-      const int64_t o = oy * g.x.out + ox;
-      if (indices) {
-        if (indices[o] == self) s += grad[o];
-        continue;
-      }
       int64_t x0, x1, cx;
       g.x.window(ox, include_pad, x0, x1, cx);
-      if (ix >= x0 && ix < x1) s += grad[o] / static_cast<double>(cy * cx);
+      if (ix >= x0 && ix < x1) s += grad[oy * g.x.out + ox] / static_cast<double>(cy * cx);
     }
   }
   return static_cast<T>(s);
 }
 
-// Contiguous [planes, y.in, x.in] in, [planes, y.out, x.out] out. indices: int64 argmax.
-void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out, const Tensor& indices);
+// Contiguous [planes, y.in, x.in] in, [planes, y.out, x.out] out. offsets: the winners'
+// window offsets, of max_pool_offset_dtype(g).
+void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
+                    const Tensor& offsets);
+void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
+                             const Tensor& grad_input);
 void cpu_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out);
-// indices undefined: average pooling's backward.
-void cpu_pool2d_backward(const Tensor& grad, const Tensor& indices, const PoolGeometry& g,
-                         bool include_pad, const Tensor& grad_input);
+void cpu_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
+                             const Tensor& grad_input);
 
-void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out, const Tensor& indices);
+void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
+                     const Tensor& offsets);
+void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
+                              const Tensor& grad_input);
 void cuda_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out);
-void cuda_pool2d_backward(const Tensor& grad, const Tensor& indices, const PoolGeometry& g,
-                          bool include_pad, const Tensor& grad_input);
+void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
+                              const Tensor& grad_input);
 
 }  // namespace loom::detail

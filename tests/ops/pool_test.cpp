@@ -1,9 +1,12 @@
 // Pooling on the CPU: values against plain loops (padding, non-square kernels and strides,
-// count_include_pad both ways, adaptive bins), float64 gradient checks, errors.
+// count_include_pad both ways, adaptive bins), max pooling's winners and gradients against a
+// float64 reference (ties, NaNs, byte and int64 window offsets), float64 gradient checks, errors.
 #include <algorithm>
 #include <limits>
 #include <random>
 
+#include "max_pool_reference.h"
+#include "ops/pool_kernels.h"
 #include "testing.h"
 
 namespace loom {
@@ -154,6 +157,75 @@ TEST(Pool2d, MaxGradientGoesToTheArgmax) {
   Tensor z = max_pool2d(tied, 2);
   z.backward(ones(z.shape(), kFloat64));
   EXPECT_EQ(tied.grad().to_vector<double>(), (std::vector<double>{1, 0, 0, 0}));
+}
+
+TEST(Pool2d, MaxWinnersAndGradientsMatchTheReference) {
+  uint64_t seed = 200;
+  for (const testing::MaxPoolCase& c : testing::max_pool_cases()) {
+    for (DType dtype : {kFloat64, kFloat32}) {
+      for (bool tied : {true, false}) {
+        SCOPED_TRACE(testing::describe(c, dtype, tied));
+        Generator gen(seed++);
+        Tensor x = tied ? testing::tied_input(c.x, seed, dtype) : randn(c.x, dtype, &gen);
+        x.set_requires_grad(true);
+        const testing::MaxPoolReference ref =
+            testing::reference_max_pool(x.detach(), c.k, c.s, c.p);
+        const Tensor y = max_pool2d(x, c.k, c.s, c.p);
+        EXPECT_TENSOR_NEAR(y, ref.y, 0, 0);  // a max is exact, NaN where a NaN won
+        const Tensor w = randn(y.shape(), dtype, &gen);
+        y.backward(w);
+        const double tol = dtype == kFloat64 ? 1e-12 : 1e-6;
+        EXPECT_TENSOR_NEAR(x.grad(), testing::reference_max_pool_grad(x, ref, w), tol, tol);
+      }
+    }
+  }
+}
+
+TEST(Pool2d, MaxGradientsOfLargeAndPaddedWindowsMatchFiniteDifferences) {
+  uint64_t seed = 300;
+  for (const testing::MaxPoolCase& c : testing::max_pool_cases()) {
+    Tensor x = distinct_leaf(c.x, seed++);
+    const auto k = c.k, s = c.s, p = c.p;
+    SCOPED_TRACE(shape_str(c.x));
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
+                     {x});
+  }
+}
+
+// Windows of up to 255 taps keep one-byte offsets, larger ones int64; a winner at the last tap
+// of the largest byte window (offset 254) or past 127 must still find its input pixel.
+TEST(Pool2d, MaxWindowOffsetsAtTheirLimits) {
+  auto geometry = [](int64_t kh, int64_t kw) {
+    detail::PoolGeometry g;
+    g.y.kernel = kh, g.x.kernel = kw;
+    return g;
+  };
+  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(2, 2)), kUInt8);
+  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(15, 17)), kUInt8);
+  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(16, 16)), kInt64);
+  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(1, 300)), kInt64);
+  struct Case {
+    Size2 k;
+    int64_t tap;  // where in the window the maximum lies
+  };
+  for (const Case& c : {Case{{15, 17}, 254}, Case{{15, 17}, 128}, Case{{15, 17}, 0}, Case{16, 255},
+                        Case{16, 137}, Case{{1, 300}, 299}}) {
+    SCOPED_TRACE("kernel " + std::to_string(c.k.h) + "x" + std::to_string(c.k.w) + " tap " +
+                 std::to_string(c.tap));
+    // Two planes, each a single window; the second plane's maximum sits one tap earlier.
+    Tensor x = -rand({1, 2, c.k.h, c.k.w}, kFloat64) - 1;
+    std::vector<double> xv = x.to_vector<double>();
+    const int64_t taps = c.k.h * c.k.w;
+    xv[c.tap] = 5, xv[taps + (c.tap + taps - 1) % taps] = 7;
+    x = from_vector(xv, x.shape());
+    x.set_requires_grad(true);
+    const Tensor y = max_pool2d(x, c.k);
+    EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{5, 7}));
+    y.backward(from_vector<double>({2, 3}, y.shape()));
+    std::vector<double> expected(2 * taps, 0.0);
+    expected[c.tap] = 2, expected[taps + (c.tap + taps - 1) % taps] = 3;
+    EXPECT_EQ(x.grad().to_vector<double>(), expected);
+  }
 }
 
 TEST(Pool2d, Errors) {

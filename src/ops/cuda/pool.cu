@@ -1,10 +1,12 @@
-// Pooling on CUDA, by the shared rules of pool_kernels.h. Forward: one thread per output.
-// Backward of max pooling whose windows cannot overlap (stride >= kernel on both axes, the
-// common 2x2/2 case): one thread per output writes its whole window (the gradient at the saved
-// argmax, zeros elsewhere), a single coalesced pass. Other backward passes gather, one thread
-// per input pixel, from the outputs whose window holds it. Neither uses atomics, so results are
-// deterministic. Index arithmetic runs in 32 bits when the tensors allow it: the divisions
-// dominate these memory-bound kernels otherwise.
+// Pooling on CUDA, by the shared rules of pool_kernels.h. Forward: one thread per output (max
+// pooling writes its winner's window offset, one byte for the usual kernels). Backward of max
+// pooling whose windows cannot overlap (stride >= kernel on both axes, the common 2x2/2 case):
+// one thread per output writes every input pixel of its cell (its window and the gap up to the
+// next one), the gradient at the winner and zeros elsewhere, so each input pixel is written
+// once and needs no zero fill. Other backward passes gather, one thread per input pixel, from
+// the outputs whose window holds it. Neither uses atomics, so results are deterministic. Index
+// arithmetic runs in 32 bits when the tensors allow it: the integer work otherwise dominates
+// these memory-bound kernels.
 #include <cstdint>
 #include <limits>
 
@@ -28,14 +30,16 @@ bool fits_int32(int64_t n) {
   return n + 2 * 65535LL * 32 * kThreads < std::numeric_limits<int32_t>::max();
 }
 
-template <typename I, typename T>
-__global__ void max_pool_kernel(const T* in, PoolGeometry g, T* out, int64_t* indices, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_plane = static_cast<I>(g.y.out * g.x.out);
+template <typename I, typename T, typename W>
+__global__ void max_pool_kernel(const T* in, PoolGeometry g, T* out, W* offsets, I n) {
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out);
   const I in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
-    const I p = k / out_plane, cell = k - p * out_plane;
-    const I oy = cell / out_x;
-    max_pool_at(in + p * in_plane, g, oy, cell - oy * out_x, out[k], indices[k]);
+    const I row = k / out_x, p = row / out_y;
+    T best;
+    offsets[k] =
+        static_cast<W>(max_pool_at(in + p * in_plane, g, row - p * out_y, k - row * out_x, best));
+    out[k] = best;
   }
 }
 
@@ -51,49 +55,68 @@ __global__ void avg_pool_kernel(const T* in, PoolGeometry g, bool include_pad, T
 }
 
 template <typename I, typename T>
-__global__ void pool_backward_kernel(const T* grad, const int64_t* indices, PoolGeometry g,
-                                     bool include_pad, T* grad_input, I n) {
+__global__ void avg_pool_backward_kernel(const T* grad, PoolGeometry g, bool include_pad,
+                                         T* grad_input, I n) {
   const I in_x = static_cast<I>(g.x.in), in_plane = static_cast<I>(g.y.in * g.x.in);
   const I out_plane = static_cast<I>(g.y.out * g.x.out);
   LOOM_GRID_LOOP(I, k, n) {
     const I p = k / in_plane, cell = k - p * in_plane;
     const I iy = cell / in_x;
-    grad_input[k] = pool_grad_at(grad + p * out_plane, indices ? indices + p * out_plane : nullptr, g,
-                                 include_pad, iy, cell - iy * in_x);
+    grad_input[k] = avg_pool_grad_at(grad + p * out_plane, g, include_pad, iy, cell - iy * in_x);
   }
 }
 
-// Max pooling without overlapping windows: output k owns its window, so it writes every input
-// pixel of it. n = number of outputs.
-template <typename I, typename T>
-__global__ void max_pool_scatter_kernel(const T* grad, const int64_t* indices, PoolGeometry g,
-                                        T* grad_input, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_plane = static_cast<I>(g.y.out * g.x.out);
+// Max pooling with overlapping windows: input pixel k gathers from every output whose saved
+// offset names it. n = number of inputs.
+template <typename I, typename T, typename W>
+__global__ void max_pool_gather_kernel(const T* grad, const W* offsets, PoolGeometry g,
+                                       T* grad_input, I n) {
+  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in);
+  const I out_plane = static_cast<I>(g.y.out * g.x.out);
+  LOOM_GRID_LOOP(I, k, n) {
+    const I row = k / in_x, p = row / in_y;
+    grad_input[k] = max_pool_grad_at(grad + p * out_plane, offsets + p * out_plane, g,
+                                     row - p * in_y, k - row * in_x);
+  }
+}
+
+// Cell [begin, end) of output o along an axis whose windows cannot overlap: from its window's
+// start to the next window's (to the input's end for the last output). The cells of an axis
+// tile it, so every input pixel lies in exactly one.
+template <typename I>
+__device__ __forceinline__ void cell_of(const PoolAxis& a, I o, I& begin, I& end) {
+  const I s = static_cast<I>(a.stride), pad = static_cast<I>(a.pad);
+  begin = o * s - pad;
+  if (begin < 0) begin = 0;
+  end = o + 1 == static_cast<I>(a.out) ? static_cast<I>(a.in) : (o + 1) * s - pad;
+}
+
+// Max pooling without overlapping windows: output k writes every input pixel of its cell, its
+// gradient at the winner and zeros elsewhere. n = number of outputs.
+template <typename I, typename T, typename W>
+__global__ void max_pool_cells_backward_kernel(const T* grad, const W* offsets, PoolGeometry g,
+                                               T* grad_input, I n) {
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out);
   const I in_x = static_cast<I>(g.x.in), in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
-    const I p = k / out_plane, cell = k - p * out_plane;
-    const I oy = cell / out_x, ox = cell - oy * out_x;
-    int64_t y0, y1, x0, x1, unused;
-    g.y.window(oy, false, y0, y1, unused);
-    g.x.window(ox, false, x0, x1, unused);
-    const I argmax = static_cast<I>(indices[k]);
+    const I row = k / out_x, p = row / out_y;
+    const I oy = row - p * out_y, ox = k - row * out_x;
+    const I winner = max_pool_corner(g, oy, ox) + max_pool_tap(g, static_cast<I>(offsets[k]));
     const T dy = grad[k];
+    I y0, y1, x0, x1;
+    cell_of(g.y, oy, y0, y1);
+    cell_of(g.x, ox, x0, x1);
     T* plane = grad_input + p * in_plane;
-    for (I y = static_cast<I>(y0); y < static_cast<I>(y1); ++y) {
-      for (I x = static_cast<I>(x0); x < static_cast<I>(x1); ++x) {
+    for (I y = y0; y < y1; ++y) {
+      for (I x = x0; x < x1; ++x) {
         const I at = y * in_x + x;
-        plane[at] = at == argmax ? dy : T(0);
+        plane[at] = at == winner ? dy : T(0);
       }
     }
   }
 }
 
 bool windows_overlap(const PoolAxis& a) { return a.adaptive || a.stride < a.kernel; }
-
-// Whether the windows (clipped to the input) together cover every input pixel of an axis.
-bool windows_cover(const PoolAxis& a) {
-  return !a.adaptive && a.pad == 0 && a.stride == a.kernel && a.out * a.kernel == a.in;
-}
 
 cudaStream_t stream_of(const Tensor& t) { return cuda::current_stream(t.device().index); }
 
@@ -107,17 +130,55 @@ void with_index_type(int64_t n, Launch&& launch) {
   }
 }
 
+// A bound on every index max pooling's kernels form: positions in the padded input (window
+// origins and offsets lie there) and outputs.
+int64_t max_pool_index_bound(const PoolGeometry& g) {
+  return g.planes * std::max((g.y.in + 2 * g.y.pad) * (g.x.in + 2 * g.x.pad), g.y.out * g.x.out);
+}
+
 }  // namespace
 
-void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out, const Tensor& indices) {
+void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
+                     const Tensor& offsets) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = out.numel();
   LOOM_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
-    with_index_type(std::max(n, x.numel()), [&](auto index) {
-      using I = decltype(index);
-      max_pool_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-          x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), indices.data_ptr<int64_t>(), static_cast<I>(n));
-      LOOM_CUDA_KERNEL_CHECK();
+    with_offset_type(offsets.dtype(), [&](auto offset_type) {
+      using W = decltype(offset_type);
+      with_index_type(max_pool_index_bound(g), [&](auto index) {
+        using I = decltype(index);
+        max_pool_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+            x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), offsets.data_ptr<W>(),
+            static_cast<I>(n));
+        LOOM_CUDA_KERNEL_CHECK();
+      });
+    });
+  });
+}
+
+void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
+                              const Tensor& grad_input) {
+  cuda::DeviceGuard guard(grad.device().index);
+  cudaStream_t stream = stream_of(grad);
+  const bool cells = !windows_overlap(g.y) && !windows_overlap(g.x);
+  const int64_t n = cells ? grad.numel() : grad_input.numel();
+  LOOM_DISPATCH_FLOATING(grad.dtype(), "max_pool2d backward", [&] {
+    with_offset_type(offsets.dtype(), [&](auto offset_type) {
+      using W = decltype(offset_type);
+      with_index_type(max_pool_index_bound(g), [&](auto index) {
+        using I = decltype(index);
+        const scalar_t* dy = grad.data_ptr<scalar_t>();
+        const W* off = offsets.data_ptr<W>();
+        scalar_t* dx = grad_input.data_ptr<scalar_t>();
+        if (cells) {
+          max_pool_cells_backward_kernel<I>
+              <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
+        } else {
+          max_pool_gather_kernel<I>
+              <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
+        }
+        LOOM_CUDA_KERNEL_CHECK();
+      });
     });
   });
 }
@@ -135,28 +196,16 @@ void cuda_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, c
   });
 }
 
-void cuda_pool2d_backward(const Tensor& grad, const Tensor& indices, const PoolGeometry& g,
-                          bool include_pad, const Tensor& grad_input) {
+void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
+                              const Tensor& grad_input) {
   cuda::DeviceGuard guard(grad.device().index);
-  cudaStream_t stream = stream_of(grad);
-  const int64_t n_in = grad_input.numel(), n_out = grad.numel();
-  const int64_t* idx = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
-  const bool scatter = idx && !windows_overlap(g.y) && !windows_overlap(g.x);
-  LOOM_DISPATCH_FLOATING(grad.dtype(), "pool2d backward", [&] {
-    with_index_type(std::max(n_in, n_out), [&](auto index) {
+  const int64_t n = grad_input.numel();
+  LOOM_DISPATCH_FLOATING(grad.dtype(), "avg_pool2d backward", [&] {
+    with_index_type(std::max(n, grad.numel()), [&](auto index) {
       using I = decltype(index);
-      if (!scatter) {
-        pool_backward_kernel<I><<<blocks_for(n_in), kThreads, 0, stream>>>(
-            grad.data_ptr<scalar_t>(), idx, g, include_pad, grad_input.data_ptr<scalar_t>(), static_cast<I>(n_in));
-        LOOM_CUDA_KERNEL_CHECK();
-        return;
-      }
-      // Pixels in no window (gaps between windows, rows past the last one) get zeros first.
-      if (!windows_cover(g.y) || !windows_cover(g.x)) {
-        LOOM_CUDA_CHECK(cudaMemsetAsync(grad_input.raw_data(), 0, grad_input.nbytes(), stream));
-      }
-      max_pool_scatter_kernel<I><<<blocks_for(n_out), kThreads, 0, stream>>>(
-          grad.data_ptr<scalar_t>(), idx, g, grad_input.data_ptr<scalar_t>(), static_cast<I>(n_out));
+      avg_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
+          grad.data_ptr<scalar_t>(), g, include_pad, grad_input.data_ptr<scalar_t>(),
+          static_cast<I>(n));
       LOOM_CUDA_KERNEL_CHECK();
     });
   });
