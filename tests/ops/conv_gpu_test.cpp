@@ -115,10 +115,10 @@ TEST(Conv2dCuda, AlgorithmsAreChosenOncePerShape) {
   EXPECT_EQ(conv_algorithm_searches(), after_first);
 }
 
-TEST(Conv2dCuda, DeterministicAlgorithmsRepeatBitwise) {
-  LOOM_REQUIRE_CUDA();
+// The weight gradient of one convolution computed twice with deterministic algorithms.
+std::vector<std::vector<float>> deterministic_weight_grads(uint64_t seed) {
   set_deterministic(true);
-  Generator gen(5);
+  Generator gen(seed);
   Tensor x = randn({8, 16, 20, 20}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
   Tensor w = randn({16, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
   std::vector<std::vector<float>> grads;
@@ -129,6 +129,12 @@ TEST(Conv2dCuda, DeterministicAlgorithmsRepeatBitwise) {
     grads.push_back(w.grad().cpu().to_vector<float>());
   }
   set_deterministic(false);
+  return grads;
+}
+
+TEST(Conv2dCuda, DeterministicAlgorithmsRepeatBitwise) {
+  LOOM_REQUIRE_CUDA();
+  const auto grads = deterministic_weight_grads(5);
   EXPECT_EQ(grads[0], grads[1]);
 }
 
@@ -162,18 +168,7 @@ TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
   }
   // Deterministic and benchmark together: the timed choice among deterministic algorithms
   // repeats bitwise within the run.
-  set_deterministic(true);
-  Generator gen(50);
-  Tensor x = randn({8, 16, 20, 20}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
-  Tensor w = randn({16, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
-  std::vector<std::vector<float>> grads;
-  for (int i = 0; i < 2; ++i) {
-    x.set_grad(Tensor()), w.set_grad(Tensor());
-    Tensor y = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
-    y.backward(ones_like(y));
-    grads.push_back(w.grad().cpu().to_vector<float>());
-  }
-  set_deterministic(false);
+  const auto grads = deterministic_weight_grads(50);
   set_conv_benchmark(false);
   EXPECT_EQ(grads[0], grads[1]);
 }
