@@ -1,6 +1,8 @@
 // Sequential: chaining, naming by index, and its spec (each layer's own spec plus its name).
 #include "nn/sequential.h"
 
+#include <typeinfo>
+
 #include <nlohmann/json.hpp>
 
 #include "nn/activation.h"
@@ -33,12 +35,16 @@ Tensor Sequential::forward(const Tensor& input) {
   const auto& layers = named_children();
   Tensor x = input;
   for (size_t i = 0; i < layers.size(); ++i) {
-    // A Conv2d and the ReLU after it run as one op: the bias and the relu in one pass.
-    auto* conv = dynamic_cast<Conv2d*>(layers[i].second.get());
-    if (conv != nullptr && i + 1 < layers.size() && dynamic_cast<ReLU*>(layers[i + 1].second.get()) != nullptr) {
-      x = conv->forward_relu(x);
-      ++i;
-      continue;
+    // A Conv2d and the ReLU after it run as one op: the bias and the relu in one pass. Only
+    // loom's own two types: a subclass may have a forward of its own.
+    Module& layer = *layers[i].second;
+    if (typeid(layer) == typeid(Conv2d) && i + 1 < layers.size()) {
+      const Module& next = *layers[i + 1].second;
+      if (typeid(next) == typeid(ReLU)) {
+        x = static_cast<Conv2d&>(layer).forward_relu(x);
+        ++i;
+        continue;
+      }
     }
     x = layers[i].second->forward(x);
   }
