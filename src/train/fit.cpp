@@ -207,6 +207,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     resuming = false;
     for (const CallbackPtr& cb : options.callbacks) cb->on_epoch_begin(ctx);
     ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch, lockstep);
+    const int64_t samples_before = ctx.samples_seen;  // a resumed epoch's bar times its own part
 
     while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
       Tensor outputs, loss;
@@ -230,7 +231,9 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
       ++ctx.global_step;
       if (bar.due(ctx.step_in_epoch)) {
         const Sums sums = epoch_sums(ctx);
-        bar.draw(ctx.step_in_epoch, sums.loss / sums.samples, sums.correct / sums.samples);
+        // images/s over all ranks (their shards are equal).
+        bar.draw(ctx.step_in_epoch, sums.loss / sums.samples, sums.correct / sums.samples,
+                 (ctx.samples_seen - samples_before) * ctx.world_size);
       }
       for (const CallbackPtr& cb : options.callbacks) cb->on_batch_end(ctx);
     }

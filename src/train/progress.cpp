@@ -1,10 +1,14 @@
 // ProgressBar: throttled redraws on a terminal, tenth-of-epoch lines elsewhere.
 #include "train/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <utility>
 
 namespace loom::train {
 
@@ -27,10 +31,77 @@ std::string format_duration(double seconds) {
 
 bool is_terminal(const std::ostream* out) { return out == &std::cout && ::isatty(STDOUT_FILENO); }
 
+int terminal_columns(const std::ostream* out) {
+  if (is_terminal(out)) {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  }
+  if (const char* env = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long columns = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && columns >= 20 && columns <= 1000) return static_cast<int>(columns);
+  }
+  return 80;
+}
+
+std::string fit_line(const std::vector<std::string>& candidates, int columns) {
+  const size_t room = static_cast<size_t>(std::max(columns - 1, 1));  // the last column would wrap
+  for (const std::string& line : candidates) {
+    if (line.size() <= room) return line;
+  }
+  return candidates.empty() ? std::string() : candidates.back().substr(0, room);
+}
+
+namespace {
+
+// "0.53ms/step", "12ms/step", "1.4s/step".
+std::string per_step(double seconds) {
+  char buf[32];
+  const double ms = seconds * 1e3;
+  if (ms >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.1fs/step", seconds);
+  } else {
+    std::snprintf(buf, sizeof buf, ms < 10 ? "%.2fms/step" : "%.0fms/step", ms);
+  }
+  return buf;
+}
+
+// "850 img/s", "60.2k img/s", "1.3M img/s".
+std::string images_per_second(double rate) {
+  char buf[32];
+  if (rate >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.1fM img/s", rate / 1e6);
+  } else if (rate >= 1e4) {
+    std::snprintf(buf, sizeof buf, "%.1fk img/s", rate / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f img/s", rate);
+  }
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += separator;
+    out += p;
+  }
+  return out;
+}
+
+std::string metric(const char* name, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s %.4f", name, value);
+  return buf;
+}
+
+}  // namespace
+
 ProgressBar::ProgressBar(std::ostream* out, bool tty, int64_t epoch, int64_t epochs,
-                         int64_t total_steps, int64_t first_step, bool lockstep)
-    : out_(out), tty_(tty), lockstep_(lockstep), epoch_(epoch), epochs_(epochs), total_(total_steps),
-      first_step_(first_step), start_(Clock::now()), last_draw_(start_) {
+                         int64_t total_steps, int64_t first_step, bool lockstep, int columns)
+    : out_(out), tty_(tty), columns_(columns > 0 ? columns : terminal_columns(out)), lockstep_(lockstep),
+      epoch_(epoch), epochs_(epochs), total_(total_steps), first_step_(first_step), start_(Clock::now()),
+      last_draw_(start_) {
   while (next_plain_ <= 10 && next_plain_ * total_ <= first_step_ * 10) ++next_plain_;
 }
 
@@ -47,7 +118,7 @@ bool ProgressBar::due(int64_t step) const {
   return next_plain_ <= 10 && step * 10 >= next_plain_ * total_ && step < total_;
 }
 
-void ProgressBar::draw(int64_t step, double loss, double accuracy) {
+void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t samples) {
   if (!tty_ || lockstep_) {
     while (next_plain_ <= 10 && step * 10 >= next_plain_ * total_) ++next_plain_;
   }
@@ -57,37 +128,71 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const int64_t done = step - first_step_;
   const double eta = done > 0 ? elapsed / done * (total_ - step) : 0.0;
-  char line[160];
-  if (tty_) {
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(kWidth * step / total_);
-    std::string bar(filled, '=');
-    if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, '.');
-    std::snprintf(line, sizeof line, "\r%s %5lld/%lld [%s] ETA %s - loss %.4f - accuracy %.4f",
-                  prefix().c_str(), (long long)step, (long long)total_, bar.c_str(),
-                  format_duration(eta).c_str(), loss, accuracy);
-    *out_ << line << std::flush;
-  } else {
-    std::snprintf(line, sizeof line, "%s step %lld/%lld - ETA %s - loss %.4f - accuracy %.4f",
-                  prefix().c_str(), (long long)step, (long long)total_, format_duration(eta).c_str(),
-                  loss, accuracy);
-    *out_ << line << "\n" << std::flush;
+  char counter[48];
+  if (!tty_) {
+    std::snprintf(counter, sizeof counter, "step %lld/%lld", (long long)step, (long long)total_);
+    *out_ << join({prefix() + " " + counter, "ETA " + format_duration(eta), metric("loss", loss),
+                   metric("accuracy", accuracy)}, " - ")
+          << "\n" << std::flush;
+    return;
   }
+  std::snprintf(counter, sizeof counter, "%5lld/%lld", (long long)step, (long long)total_);
+  const auto bar = [&](int width) {
+    const int filled = static_cast<int>(width * step / total_);
+    std::string b(filled, '=');
+    if (filled < width) b += '>' + std::string(width - filled - 1, '.');
+    return " [" + b + "]";
+  };
+  const std::string head = prefix() + " " + counter, time = "ETA " + format_duration(eta);
+  const std::string speed = done > 0 ? per_step(elapsed / done) : "";
+  const std::string rate = samples > 0 && elapsed > 0 ? images_per_second(samples / elapsed) : "";
+  const std::string l = metric("loss", loss), a = metric("accuracy", accuracy), acc = metric("acc", accuracy);
+  // From the fullest line to the barest; the first that fits the terminal is drawn.
+  const std::vector<std::string> candidates = {
+      join({head + bar(30), time, speed, rate, l, a}, " - "),
+      join({head + bar(20), time, speed, rate, l, a}, " - "),
+      join({head + bar(10), time, speed, rate, l, a}, " - "),
+      join({head + bar(10), time, speed, rate, l, acc}, " - "),
+      join({head + bar(10), time, speed, rate, l, acc}, " "),
+      join({head + bar(10), time, speed, l, acc}, " "),
+      join({head, time, speed, l, acc}, " "),
+      join({head, time, l, acc}, " "),
+      join({head, l, acc}, " "),
+      join({std::to_string(step) + "/" + std::to_string(total_), l, acc}, " ")};
+  *out_ << "\r" << fit_line(candidates, columns_) << "\033[K" << std::flush;
 }
 
 void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
   if (out_ == nullptr) return;
-  std::string line = prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) + " - " +
-                     format_duration(seconds);
-  for (const char* name : {"loss", "accuracy", "val_loss", "val_accuracy"}) {
+  const std::string head = prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_);
+  std::vector<std::string> full{head, format_duration(seconds)}, shorter{head, format_duration(seconds)};
+  for (const auto& [name, abbreviation] : {std::pair<const char*, const char*>{"loss", "loss"},
+                                           {"accuracy", "acc"},
+                                           {"val_loss", "val_loss"},
+                                           {"val_accuracy", "val_acc"}}) {
     const auto it = metrics.find(name);
     if (it == metrics.end()) continue;
-    char value[64];
-    std::snprintf(value, sizeof value, " - %s %.4f", name, it->second);
-    line += value;
+    full.push_back(metric(name, it->second));
+    shorter.push_back(metric(abbreviation, it->second));
   }
-  if (tty_) *out_ << "\r\033[K";
-  *out_ << line << "\n" << std::flush;
+  if (!tty_) {
+    *out_ << join(full, " - ") << "\n" << std::flush;
+    return;
+  }
+  std::vector<std::string> bare(shorter.begin() + 2, shorter.end());
+  bare.insert(bare.begin(), head);
+  // The narrowest keeps the validation metrics first: they are what an epoch's line is read for.
+  const std::string epoch = std::to_string(epoch_ + 1) + "/" + std::to_string(epochs_);
+  std::vector<std::string> narrow{epoch};
+  for (const auto& [name, abbreviation] :
+       {std::pair<const char*, const char*>{"val_accuracy", "val_acc"}, {"accuracy", "acc"}}) {
+    const auto it = metrics.find(name);
+    if (it != metrics.end()) narrow.push_back(metric(abbreviation, it->second));
+  }
+  *out_ << "\r"
+        << fit_line({join(full, " - "), join(shorter, " - "), join(shorter, " "), join(bare, " "), join(narrow, " ")},
+                    columns_)
+        << "\033[K\n" << std::flush;
 }
 
 }  // namespace loom::train

@@ -1,14 +1,16 @@
-// The per-epoch progress display of fit(): on a terminal one line redrawn with '\r' (step k/N,
-// ETA, running loss and accuracy); into a file or pipe, plain lines at every tenth of the epoch.
-// The caller asks due() first and reads its device sums only when a line will be drawn. In
-// lockstep (ranks of one job) lines are due at the tenths on a terminal too, and even where
-// nothing is drawn (out null on ranks other than 0), so that all ranks sum metrics together.
+// The per-epoch progress display of fit(): on a terminal one line redrawn with '\r' (step k/N, a
+// bar, ETA, ms/step, images/s, running loss and accuracy), fitted to the terminal's width (fields
+// shorten, then go, so that it never wraps); into a file or pipe, plain lines at every tenth of
+// the epoch. The caller asks due() first and reads its device sums only when a line will be
+// drawn. In lockstep (ranks of one job) lines are due at the tenths on a terminal too, and even
+// where nothing is drawn (out null on ranks other than 0), so that all ranks sum metrics together.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "train/history.h"
 
@@ -16,12 +18,14 @@ namespace loom::train {
 
 class ProgressBar {
  public:
-  // out may be null (silent). tty: redraw in place instead of printing lines.
+  // out may be null (silent). tty: redraw in place instead of printing lines, at most `columns`
+  // wide (0: terminal_columns(out)).
   ProgressBar(std::ostream* out, bool tty, int64_t epoch, int64_t epochs, int64_t total_steps,
-              int64_t first_step = 0, bool lockstep = false);
+              int64_t first_step = 0, bool lockstep = false, int columns = 0);
 
   bool due(int64_t step) const;
-  void draw(int64_t step, double loss, double accuracy);
+  // `samples`: those seen this epoch, for images/s (negative: not shown).
+  void draw(int64_t step, double loss, double accuracy, int64_t samples = -1);
   // The epoch's closing line with its metrics and duration.
   void finish(const EpochMetrics& metrics, double seconds);
 
@@ -31,6 +35,7 @@ class ProgressBar {
 
   std::ostream* out_;
   bool tty_;
+  int columns_;
   bool lockstep_;
   int64_t epoch_, epochs_, total_, first_step_;
   Clock::time_point start_, last_draw_;
@@ -41,5 +46,11 @@ class ProgressBar {
 std::string format_duration(double seconds);
 // True when `out` is std::cout and standard output is a terminal.
 bool is_terminal(const std::ostream* out);
+// The width a redrawn line may take: the terminal's (TIOCGWINSZ) when `out` is std::cout on a
+// terminal, else $COLUMNS when it is a number from 20 to 1000, else 80.
+int terminal_columns(const std::ostream* out);
+// The longest of `candidates` (tried in order) that is at most `columns - 1` characters, else
+// the last one cut to fit: the line a terminal of that width shows without wrapping.
+std::string fit_line(const std::vector<std::string>& candidates, int columns);
 
 }  // namespace loom::train

@@ -8,3 +8,4 @@
 #include "train/fit.h"
 #include "train/history.h"
 #include "train/progress.h"
+#include "train/tensorboard.h"
