@@ -41,7 +41,13 @@ struct TrainArgs {
   std::string device;          // empty: cuda when available, else cpu
   uint64_t seed = 0;
   std::string out = "catdog.safetensors";
+  // best: --out holds the epoch of the highest validation accuracy (the earliest of equals),
+  // rewritten whenever it improves; last: the last epoch's, written at the end (best_model.h).
+  std::string save = "best";
+  int64_t early_stopping = 0;  // stop after this many epochs without a better val_accuracy (0: off)
+  double min_delta = 0.0;      // ... better by more than this
   std::string resume;          // a checkpoint to continue from
+  std::string tensorboard;     // a folder for TensorBoard event files (made when missing); empty: none
   int workers = default_workers();  // data loader threads (decoding the folders uses every core)
   // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
   // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).

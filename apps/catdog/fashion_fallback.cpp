@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "best_model.h"
 #include "launch_plan.h"
 #include "pipeline.h"
 #include "rank_training.h"
@@ -51,6 +52,7 @@ int train_fashion_fallback(const TrainArgs& args) {
   prep.channels = 1;
   prep.class_names = data::FashionMnist::classes();
   train::History history;
+  int64_t stopped_epoch = -1;
   run_ranks(plan, [&](const dist::GroupPtr& group) {
     const RankSetup rank = rank_setup(plan, group);
     data::DataLoaderOptions options = eval_loader_options(prep, args.batch_size, rank.device, args.workers);
@@ -66,15 +68,24 @@ int train_fashion_fallback(const TrainArgs& args) {
     train::FitOptions fit;
     fit.epochs = epochs;
     fit.group = rank.group;
+    train::CheckpointOptions best;  // no checkpoint: the best model file only (--save best)
+    best.preprocessing = prep;
+    set_best_model(args, nullptr, best);
+    if (!best.best_model_path.empty()) fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(best));
+    const std::shared_ptr<train::EarlyStopping> stopper = early_stopping(args);
+    if (stopper) fit.callbacks.push_back(stopper);
     const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
     train::History h = train::fit(*trained, train::cross_entropy_loss(), optimizer, train_loader, &test_loader, fit);
     if (rank.rank != 0) return;
-    io::save_model(args.out, *model, prep);
+    save_last(args, *model, prep, h);
     history = std::move(h);
+    if (stopper) stopped_epoch = stopper->stopped_epoch();
   });
   if (!plan.prints()) return 0;
+  const std::string stopped = early_stop_line(args, epochs, history, stopped_epoch);
+  if (!stopped.empty()) std::cout << stopped << "\n";
   std::printf("Fashion-MNIST test accuracy: %.4f\n", history.epochs.back().at("val_accuracy"));
-  std::cout << "loom-catdog: model saved to " << args.out << "\n";
+  std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history) << "\n";
   return 0;
 }
 

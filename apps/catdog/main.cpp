@@ -63,12 +63,23 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"constant", "cosine"}));
   train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
   train->add_option("--seed", t.seed)->capture_default_str();
-  train->add_option("--out", t.out, "the model file written at the end")->check(kNonEmpty)->capture_default_str();
+  train->add_option("--out", t.out, "the model file (of the best or the last epoch: --save)")->check(kNonEmpty)->capture_default_str();
+  train->add_option("--save", t.save, "which epoch's weights --out holds: best (the highest validation "
+                    "accuracy, the earliest of equals; written whenever it improves) or last")
+      ->check(CLI::IsMember({"best", "last"}))->capture_default_str();
+  train->add_option("--early-stopping", t.early_stopping, "stop after PATIENCE epochs in a row without a "
+                    "better validation accuracy (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}))->capture_default_str();
+  train->add_option("--min-delta", t.min_delta, "with --early-stopping: the validation accuracy must beat "
+                    "the best by more than this to count as better")
+      ->check(kFinite)->check(CLI::Range(0.0, 1.0))->capture_default_str();
   train->add_option("--resume", t.resume, "a checkpoint to continue from");
   train->add_option("--workers", t.workers, "data loader threads")->check(CLI::Range(0, 256))->capture_default_str();
   train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)")->check(kNonEmpty);
   train->add_option("--checkpoint-every-steps", t.checkpoint_every_steps, "also checkpoint every N steps")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train->add_option("--tensorboard", t.tensorboard, "also write TensorBoard event files into DIR (made when missing)")
+      ->check(kNonEmpty);
   train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)")->check(kNonEmpty);
   train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

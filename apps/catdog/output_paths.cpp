@@ -66,8 +66,22 @@ void check_output_path(const std::string& flag, const std::string& path) {
   ::unlink(probe.c_str());
 }
 
+namespace {
+// --tensorboard DIR: made when missing (as Keras' TensorBoard callback does), and it must take
+// new files; an event file is a new name each run, so nothing there is ever replaced.
+void prepare_tensorboard_folder(const std::string& dir) {
+  LOOM_CHECK(!dir.empty(), "--tensorboard: the path is empty");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  LOOM_CHECK(!ec, "--tensorboard ", dir, ": cannot make the folder: ", ec.message());
+  LOOM_CHECK(fs::is_directory(dir), "--tensorboard ", dir, ": is not a folder");
+  check_output_path("--tensorboard", (fs::path(dir) / "events.out.tfevents.probe").string());
+}
+}  // namespace
+
 void check_train_outputs(const TrainArgs& a) {
   LOOM_CHECK(!a.out.empty(), "--out: the path is empty");  // before the defaults made from it
+  if (!a.tensorboard.empty()) prepare_tensorboard_folder(a.tensorboard);
   const TrainOutputs o = train_outputs(a);
   const std::pair<const char*, const std::string*> files[] = {{"--out", &o.model},
                                                               {"--checkpoint", &o.checkpoint},

@@ -1,14 +1,16 @@
 // `loom-catdog train`: the seed's recipe (Adam, binary cross-entropy, Keras augmentation) on
 // folders of photographs, with the resize, weight decay and LR schedule as flags, with
-// checkpoints, resume, metrics logs and the final model file, on one rank or several
-// (launch_plan.h). When no data was named and none is found, it says what to provide and trains
-// the same library on Fashion-MNIST instead (fashion_fallback.cpp).
+// checkpoints, resume, metrics logs, early stopping and the model file of the best (or last)
+// epoch (best_model.h), on one rank or several (launch_plan.h). When no data was named and none
+// is found, it says what to provide and trains the same library on Fashion-MNIST instead
+// (fashion_fallback.cpp).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <thread>
 
+#include "best_model.h"
 #include "commands.h"
 #include "data_source.h"
 #include "fashion_fallback.h"
@@ -59,8 +61,15 @@ std::string shortest(double v) {
   return text;
 }
 
+// --early-stopping and --min-delta as the recipe records them: "off", or "patience 4, min_delta 0".
+std::string early_stopping_of(const TrainArgs& a) {
+  if (a.early_stopping == 0) return "off";
+  return "patience " + std::to_string(a.early_stopping) + ", min_delta " + shortest(a.min_delta);
+}
+
 // The recipe fields a checkpoint must agree with to be resumed by this command. The world size
-// is one: it sets the global batch, as the batch size does.
+// is one: it sets the global batch, as the batch size does. Early stopping is one: it decides
+// where the run ends. --save is not: it changes no step of training.
 std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
   return {{"model", a.model},
           {"world_size", std::to_string(world_size)},
@@ -72,6 +81,7 @@ std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
           {"weight_decay", shortest(a.weight_decay)},
           {"lr_schedule", lr_schedule_of(a)},
           {"init", init_of(a)},
+          {"early_stopping", early_stopping_of(a)},
           {"seed", std::to_string(a.seed)},
           {"limit", std::to_string(a.limit)}};
 }
@@ -86,11 +96,13 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
   if (key == "weight_decay") return "0";
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
   if (key == "init") return a.model == "resnet18" ? "pytorch" : "keras";
+  if (key == "early_stopping") return "off";
   return "";
 }
 
-// Refuses, before any data is loaded, a checkpoint whose recipe differs from this run's.
-void check_resume_recipe(const TrainArgs& args, int world_size) {
+// Refuses, before any data is loaded, a checkpoint whose recipe differs from this run's, or
+// (--save best, on the rank that writes) whose best epoch so far is in no file.
+void check_resume_recipe(const TrainArgs& args, int world_size, bool writes) {
   const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
   for (const auto& [key, value] : recipe(args, world_size)) {
     const auto it = ckpt.state.extra.find(key);
@@ -105,6 +117,7 @@ void check_resume_recipe(const TrainArgs& args, int world_size) {
   const auto spec = ckpt.file.metadata.find("loom.spec");
   if (spec != ckpt.file.metadata.end())
     check_input_size(spec->second, ckpt.preprocessing, "--resume " + args.resume);
+  if (writes) check_resume_best(args, ckpt);
 }
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
@@ -126,6 +139,7 @@ void check_train_args(const TrainArgs& a) {
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
   LOOM_CHECK(std::isfinite(a.lr) && a.lr > 0.0, "--lr must be a finite number > 0, got ", a.lr);
+  check_save_args(a);
 }
 
 // The seed's generator with Keras' semantics (keras) or as PyTorch users write it
@@ -173,8 +187,13 @@ struct RunData {
   io::Preprocessing prep;
 };
 
-// One rank's training; every rank returns the same History.
-train::History train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
+// What one rank's training ends with: every rank the same.
+struct RankRun {
+  train::History history;
+  int64_t stopped_epoch = -1;  // where early stopping ended it (-1: it did not)
+};
+
+RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
   Generator init_gen(args.seed);  // the same weights on every rank (and DDP makes sure of it)
   auto model = build_model(args, init_gen);
   data::DataLoaderOptions train_options;
@@ -216,15 +235,26 @@ train::History train_rank(const TrainArgs& args, const RunData& data, const Rank
   ckpt_options.every_steps = args.checkpoint_every_steps;
   ckpt_options.preprocessing = data.prep;
   ckpt_options.extra = recipe(args, rank.world_size);  // so that --resume can refuse a mismatched run
+  set_best_model(args, fit.resume ? &fit.resume->extra : nullptr, ckpt_options);
   fit.callbacks.push_back(std::make_shared<train::CsvLogger>(outputs.metrics_csv));
+  if (!args.tensorboard.empty()) {
+    train::TensorBoardOptions tb;
+    tb.dir = args.tensorboard;
+    tb.input_shape = {3, args.image_size, args.image_size};
+    fit.callbacks.push_back(std::make_shared<train::TensorBoardLogger>(tb));
+  }
   fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(outputs.metrics_jsonl));
   if (args.print_losses) fit.callbacks.push_back(loss_printer());
   fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ckpt_options));
+  const std::shared_ptr<train::EarlyStopping> stopper = early_stopping(args);
+  if (stopper) fit.callbacks.push_back(stopper);
   fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
 
-  const train::History history = train::fit(*trained, loss_for_outputs(1), optimizer, train_loader, &val_loader, fit);
-  if (rank.rank == 0) io::save_model(args.out, *model, data.prep);
-  return history;
+  RankRun run;
+  run.history = train::fit(*trained, loss_for_outputs(1), optimizer, train_loader, &val_loader, fit);
+  if (rank.rank == 0) save_last(args, *model, data.prep, run.history);
+  if (stopper) run.stopped_epoch = stopper->stopped_epoch();
+  return run;
 }
 
 }  // namespace
@@ -248,7 +278,7 @@ int run_train(const TrainArgs& args) {
       return train_fashion_fallback(args);
     }
   }
-  if (!args.resume.empty()) check_resume_recipe(args, plan.world_size);
+  if (!args.resume.empty()) check_resume_recipe(args, plan.world_size, plan.prints());
   if (args.deterministic) set_deterministic(true);
   if (args.conv_benchmark) set_conv_benchmark(true);
   if (plan.prints()) {
@@ -292,19 +322,23 @@ int run_train(const TrainArgs& args) {
   // Before the launch: dist::spawn and init_from_environment seed each rank's generator from
   // this one's seed and the rank (rank 0 keeps it, so one rank draws as it always did).
   manual_seed(args.seed);
-  train::History history;
+  RankRun run;
   run_ranks(plan, [&](const dist::GroupPtr& group) {
     const RankSetup rank = rank_setup(plan, group);
-    train::History h = train_rank(args, data, rank);
-    if (rank.rank == 0) history = std::move(h);
+    RankRun r = train_rank(args, data, rank);
+    if (rank.rank == 0) run = std::move(r);
   });
   if (!plan.prints()) return 0;
+  const train::History& history = run.history;
   const std::string metrics_csv = train_outputs(args).metrics_csv;
-  if (!history.epochs.empty()) {
+  const std::string stopped = early_stop_line(args, args.epochs, history, run.stopped_epoch);
+  if (!stopped.empty()) std::cout << stopped << "\n";
+  if (!history.epochs.empty()) {  // the last epoch's (the saved one's ends the next line)
     std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
                 history.epochs.back().at("val_loss"));
   }
-  std::cout << "loom-catdog: model saved to " << args.out << ", metrics in " << metrics_csv
+  std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history) << ", metrics in "
+            << metrics_csv
             << " (chart: python3 tools/plot_metrics.py " << metrics_csv << ")\n";
   return 0;
 }

@@ -74,6 +74,7 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     row.lr = t.lr * n;  // the linear rule's peak, as loom-catdog's make_lr_plan sets it
     const std::string stem = (std::filesystem::path(a.out_dir) / detail::concat("tta_world", n)).string();
     t.out = stem + ".safetensors";
+    t.save = "last";  // written once, after the clock: the best epoch's rewrites would be timed
     t.metrics = stem + ".metrics.csv";
     if (c.placement == Placement::Gpus) {
       t.device = "cuda";

@@ -199,10 +199,13 @@ nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, c
 
 }  // namespace detail
 
-void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing) {
+void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
+                const Metadata& extra) {
   NamedTensors tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors.emplace_back(name, tensor);
-  save_safetensors(path, tensors, detail::model_metadata(model, preprocessing, "model"));
+  Metadata metadata = detail::model_metadata(model, preprocessing, "model");
+  metadata.insert(extra.begin(), extra.end());  // keeps the description's own entries
+  save_safetensors(path, tensors, metadata);
 }
 
 LoadedModel load_model(const std::string& path, Device device) {

@@ -53,8 +53,10 @@ struct LoadedModel {
   Metadata metadata;
 };
 
-// Writes the model's weights (on any device) and description atomically.
-void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing);
+// Writes the model's weights (on any device) and description atomically; `extra` adds the
+// caller's own metadata entries (the description's own keys win).
+void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
+                const Metadata& extra = {});
 // Rebuilds the model from the spec, loads its weights strictly and moves it to `device`. Also
 // reads a checkpoint (io/checkpoint.h), which holds the same description. The spec is checked
 // against the file's tensors (names, shapes, dtypes) before anything is built, and the

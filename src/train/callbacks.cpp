@@ -1,12 +1,17 @@
 // ModelCheckpoint, EarlyStopping, LRSchedulerStep and the metrics loggers.
 #include "train/callbacks.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "io/atomic_file.h"
+#include "nn/untrusted_json.h"
 
 namespace loom::train {
 
@@ -27,6 +32,15 @@ bool BestTracker::update(double value) {
 
 void BestTracker::reset() { has_best_ = false; }
 
+int64_t BestTracker::replay(const History& history) {
+  reset();
+  int64_t best_epoch = -1;
+  for (size_t e = 0; e < history.epochs.size(); ++e) {
+    if (update(value_in(history.epochs[e]))) best_epoch = static_cast<int64_t>(e);
+  }
+  return best_epoch;
+}
+
 double BestTracker::value_in(const EpochMetrics& metrics) const {
   const auto it = metrics.find(monitor_);
   if (it != metrics.end()) return it->second;
@@ -36,6 +50,33 @@ double BestTracker::value_in(const EpochMetrics& metrics) const {
               present + "); is there a validation loader?");
 }
 
+void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
+                      const SavedEpoch& saved) {
+  io::save_model(path, model, preprocessing,
+                 {{kSavedEpochKey, std::to_string(saved.epoch)}, {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
+}
+
+std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::string& source) {
+  const auto epoch = metadata.find(kSavedEpochKey);
+  const auto metrics = metadata.find(kSavedMetricsKey);
+  if (epoch == metadata.end() && metrics == metadata.end()) return std::nullopt;
+  LOOM_CHECK(epoch != metadata.end() && metrics != metadata.end(), source, ": the metadata has \"",
+             epoch != metadata.end() ? kSavedEpochKey : kSavedMetricsKey, "\" without \"",
+             epoch != metadata.end() ? kSavedMetricsKey : kSavedEpochKey, "\"");
+  SavedEpoch saved;
+  const std::string epoch_where = source + ": \"" + kSavedEpochKey + "\"";
+  saved.epoch = nn::json_integer(nn::parse_untrusted_json(epoch->second, epoch_where), 0,
+                                 std::numeric_limits<int32_t>::max(), epoch_where);
+  const std::string where = source + ": \"" + kSavedMetricsKey + "\"";
+  const nlohmann::json object = nn::parse_untrusted_json(metrics->second, where);
+  LOOM_CHECK(object.is_object(), where, " must be a JSON object of metrics, got ", nn::json_excerpt(object));
+  LOOM_CHECK(object.size() <= 256, where, " holds ", object.size(), " metrics (at most 256)");
+  for (const auto& [name, value] : object.items()) {
+    saved.metrics[name] = nn::json_number(value, where + " \"" + nn::excerpt(name) + "\"");
+  }
+  return saved;
+}
+
 ModelCheckpoint::ModelCheckpoint(CheckpointOptions options)
     : options_(std::move(options)), best_(options_.monitor, options_.mode) {
   LOOM_CHECK(options_.every_steps >= 0, "ModelCheckpoint: every_steps must be >= 0, got ", options_.every_steps);
@@ -43,10 +84,75 @@ ModelCheckpoint::ModelCheckpoint(CheckpointOptions options)
              "ModelCheckpoint: every_steps needs a checkpoint path");
 }
 
+namespace {
+
+// Empty when the model file at `path` holds epoch `epoch` with `metrics`; else what it holds.
+std::string holds_epoch(const std::string& path, int64_t epoch, const EpochMetrics& metrics) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "does not exist";
+  std::optional<SavedEpoch> saved;
+  try {
+    saved = saved_epoch(io::load_safetensors(path).metadata, path);
+  } catch (const Error& e) {
+    return std::string("cannot be read: ") + nn::excerpt(e.what(), 4 * nn::kMaxExcerpt);
+  }
+  if (!saved) return "records no epoch";
+  if (saved->epoch != epoch) return "holds epoch " + std::to_string(saved->epoch + 1);
+  if (saved->metrics != metrics) return "holds an epoch " + std::to_string(epoch + 1) + " of other metrics";
+  return "";
+}
+
+}  // namespace
+
+ModelCheckpoint::BestSource ModelCheckpoint::find_best_on_resume(const History& history, int64_t step_in_epoch) const {
+  if (options_.best_model_path.empty() || history.epochs.empty()) return BestSource::Nowhere;
+  BestTracker tracker(options_.monitor, options_.mode);
+  const int64_t best = tracker.replay(history);
+  const int64_t last = static_cast<int64_t>(history.epochs.size()) - 1;
+  const EpochMetrics& metrics = history.epochs[static_cast<size_t>(best)];
+  const std::string in_file = holds_epoch(options_.best_model_path, best, metrics);
+  if (in_file.empty()) return BestSource::BestModelFile;
+  if (best == last && step_in_epoch == 0) return BestSource::ResumedWeights;
+  std::string problems = options_.best_model_path + " " + in_file;
+  if (!options_.resumed_best_model_path.empty()) {
+    const std::string in_other = holds_epoch(options_.resumed_best_model_path, best, metrics);
+    if (in_other.empty()) return BestSource::ResumedBestModelFile;
+    problems += ", " + nn::excerpt(options_.resumed_best_model_path) + " " + in_other;
+  }
+  char value[32];
+  std::snprintf(value, sizeof value, "%.6g", tracker.best());
+  LOOM_FAIL("ModelCheckpoint: resuming after epoch ", last + 1, ", whose best ", options_.monitor, " so far (",
+            value, ") is epoch ", best + 1, "'s, but no file holds that epoch's weights: ", problems);
+}
+
 void ModelCheckpoint::on_train_begin(TrainContext& ctx) {
   best_.reset();
-  if (options_.best_model_path.empty()) return;
-  for (const EpochMetrics& m : ctx.history.epochs) best_.update(best_.value_in(m));
+  if (options_.best_model_path.empty() || ctx.history.epochs.empty()) return;
+  best_.replay(ctx.history);
+  // Rank 0 reads and writes the files; every rank learns whether it could, so that all of them
+  // stop together rather than leave the others waiting in the first epoch's collectives.
+  std::string problem;
+  if (ctx.rank == 0) {
+    try {
+      const BestSource source = find_best_on_resume(ctx.history, ctx.step_in_epoch);
+      const int64_t last = static_cast<int64_t>(ctx.history.epochs.size()) - 1;
+      if (source == BestSource::ResumedWeights) {
+        save_epoch_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing,
+                         {last, ctx.history.epochs.back()});
+      } else if (source == BestSource::ResumedBestModelFile) {
+        const io::TensorFile file = io::load_safetensors(options_.resumed_best_model_path);
+        io::save_safetensors(options_.best_model_path, file.tensors, file.metadata);
+      }
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  const bool failed = ctx.group == nullptr
+                          ? !problem.empty()
+                          : all_reduce_value(*ctx.group, problem.empty() ? 0 : 1, dist::ReduceOp::Max) != 0;
+  if (!failed) return;
+  if (ctx.rank == 0) throw Error(problem);
+  throw Error("ModelCheckpoint: rank 0 could not find the best epoch's weights to resume with (its error says why)");
 }
 
 void ModelCheckpoint::save(const TrainContext& ctx) const {
@@ -64,11 +170,13 @@ void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
 }
 
 void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
+  // The checkpoint first: a crash before the model file is written leaves a checkpoint whose
+  // weights are that epoch's, which on_train_begin saves on resume.
+  if (!options_.path.empty()) save(ctx);
   // Every rank tracks the best, so that all of them agree on it.
   if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics)) && ctx.rank == 0) {
-    io::save_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing);
+    save_epoch_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing, {ctx.epoch, metrics});
   }
-  if (!options_.path.empty()) save(ctx);
 }
 
 EarlyStopping::EarlyStopping(std::string monitor, int64_t patience, double min_delta, Mode mode,
@@ -78,22 +186,26 @@ EarlyStopping::EarlyStopping(std::string monitor, int64_t patience, double min_d
 }
 
 void EarlyStopping::on_train_begin(TrainContext& ctx) {
-  best_.reset();
-  wait_ = 0;
   stopped_epoch_ = -1;
-  for (const EpochMetrics& m : ctx.history.epochs) wait_ = best_.update(best_.value_in(m)) ? 0 : wait_ + 1;
+  best_epoch_ = best_.replay(ctx.history);
+  wait_ = static_cast<int64_t>(ctx.history.epochs.size()) - 1 - best_epoch_;
+  if (wait_ > 0 && wait_ >= patience_) {  // the interrupted run had stopped here
+    ctx.stop_training = true;
+    stopped_epoch_ = static_cast<int64_t>(ctx.history.epochs.size()) - 1;
+  }
 }
 
 void EarlyStopping::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
   if (best_.update(best_.value_in(metrics))) {
     wait_ = 0;
+    best_epoch_ = ctx.epoch;
     if (restore_best_) {
       best_weights_ = nn::NamedTensors();
       for (const auto& [name, t] : ctx.saved_model().state_dict()) best_weights_.insert(name, t.clone());
     }
     return;
   }
-  if (++wait_ > patience_) {
+  if (++wait_ >= patience_) {
     ctx.stop_training = true;
     stopped_epoch_ = ctx.epoch;
   }

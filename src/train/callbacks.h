@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "io/model_file.h"
@@ -30,6 +31,9 @@ class BestTracker {
   bool has_best() const { return has_best_; }
   double best() const { return best_; }
   const std::string& monitor() const { return monitor_; }
+  // reset(), then update() with every epoch of `history` in order: the epoch of the best (the
+  // earliest of equals), or -1 for an empty history.
+  int64_t replay(const History& history);
   // The metric in an epoch's metrics; throws naming the metric and those present when absent.
   double value_in(const EpochMetrics& metrics) const;
 
@@ -41,19 +45,49 @@ class BestTracker {
   double best_ = 0.0;
 };
 
+// The epoch whose weights a model file holds, in its metadata beside io::save_model's
+// description: "loom.saved_epoch" (counted from 0, as History and the metrics logs count) and
+// "loom.saved_metrics" (that epoch's metrics as one JSON object, {"accuracy": 0.81, ...}).
+struct SavedEpoch {
+  int64_t epoch = 0;
+  EpochMetrics metrics;
+};
+inline constexpr const char* kSavedEpochKey = "loom.saved_epoch";
+inline constexpr const char* kSavedMetricsKey = "loom.saved_metrics";
+
+// io::save_model, with `saved` in the metadata.
+void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
+                      const SavedEpoch& saved);
+// The SavedEpoch of a model file's metadata, or nothing when it has neither key. The file may be
+// a download: its JSON is read as untrusted (nn/untrusted_json.h), the epoch must be an integer
+// in [0, 2^31), the metrics an object of at most 256 finite numbers; errors name `source`.
+std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::string& source);
+
 struct CheckpointOptions {
   std::string path;             // the full-state checkpoint, rewritten at each epoch end (empty: none)
   int64_t every_steps = 0;      // also rewrite it every this many steps mid-epoch (0: never)
-  std::string best_model_path;  // a model file (io::save_model) of the best epoch (empty: none)
+  // A model file of the best epoch (empty: none), rewritten (save_epoch_model) at each epoch end
+  // that improves on the monitored metric by more than 0; of equal epochs, the earliest.
+  std::string best_model_path;
   std::string monitor = "val_loss";
   Mode mode = Mode::Auto;
   io::Preprocessing preprocessing;  // stored in both files
   std::map<std::string, std::string> extra;  // the application's own, into TrainingState::extra
+  // On resume: another model file that may hold the best finished epoch, where the interrupted
+  // run wrote its best model when that was not best_model_path (see ModelCheckpoint).
+  std::string resumed_best_model_path;
 };
 
 // Saves ctx.saved_model() (a DDP's wrapped module) from rank 0; on N ranks every rank takes
 // part in capturing a mid-epoch state (TrainContext::capture_state), so every rank must hold
-// the callback with the same options.
+// the callback with the same options. At an epoch end the checkpoint is written before the
+// best model file.
+//
+// On resume (a history of finished epochs), on_train_begin makes best_model_path hold the best
+// finished epoch, so that the run ends with the file an uninterrupted run would write: it holds
+// it already (its SavedEpoch is that epoch with those metrics), or the resumed weights are that
+// epoch's (the checkpoint was written at its end, also when a crash came before the model
+// file), or resumed_best_model_path holds it (copied). Otherwise it throws, on every rank.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(CheckpointOptions options);
@@ -61,22 +95,34 @@ class ModelCheckpoint : public Callback {
   void on_batch_end(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
 
+  // Where on_train_begin finds the best finished epoch of `history` (resumed at step
+  // `step_in_epoch` of the next epoch): Nowhere only when there is no best model file to keep or
+  // no finished epoch. Throws, naming the files and what each holds, when it is in none of them.
+  // An application may call it before it loads any data, to refuse a resume early.
+  enum class BestSource { Nowhere, BestModelFile, ResumedWeights, ResumedBestModelFile };
+  BestSource find_best_on_resume(const History& history, int64_t step_in_epoch) const;
+
  private:
   void save(const TrainContext& ctx) const;
   CheckpointOptions options_;
   BestTracker best_;
 };
 
+// Keras' EarlyStopping: ends the run at the end of the `patience`-th epoch in a row without an
+// improvement above min_delta on the best so far (patience 0 ends it at the first one).
 class EarlyStopping : public Callback {
  public:
-  // Stops after `patience` epochs without an improvement above min_delta; restore_best puts
-  // back the weights of the best epoch seen in this process when it stops or training ends.
+  // restore_best puts back the weights of the best epoch seen in this process when it stops or
+  // training ends.
   EarlyStopping(std::string monitor = "val_loss", int64_t patience = 5, double min_delta = 0.0,
                 Mode mode = Mode::Auto, bool restore_best = false);
+  // On resume, counts the epochs since the best in the history; a run that had already stopped
+  // (as many as `patience` of them) stops again before its next epoch.
   void on_train_begin(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
   void on_train_end(TrainContext& ctx) override;
-  int64_t stopped_epoch() const { return stopped_epoch_; }  // -1 when it never stopped
+  int64_t stopped_epoch() const { return stopped_epoch_; }  // the last epoch trained; -1 when it never stopped
+  int64_t best_epoch() const { return best_epoch_; }        // -1 before any epoch
 
  private:
   BestTracker best_;
@@ -84,6 +130,7 @@ class EarlyStopping : public Callback {
   bool restore_best_;
   int64_t wait_ = 0;
   int64_t stopped_epoch_ = -1;
+  int64_t best_epoch_ = -1;
   nn::NamedTensors best_weights_;
 };
 

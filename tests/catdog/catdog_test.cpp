@@ -57,6 +57,28 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation, data::Interpolation::Bilinear);
 }
 
+// --tensorboard makes its folder and fills it with an event file; a path that cannot be a folder
+// is refused before any photograph is read.
+TEST_F(Catdog, TensorBoardEventFilesGoIntoAFolderItMakes) {
+  const std::string dir = root_ + "/tb/run1";
+  const auto [status, out] = run({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8",
+                                  "--device", "cpu", "--workers", "0", "--out", root_ + "/tb.safetensors",
+                                  "--tensorboard", dir},
+                                 "tensorboard");
+  ASSERT_EQ(status, 0) << out;
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u) << entry.path();
+    EXPECT_GT(fs::file_size(entry.path()), 0u);
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  std::ofstream(root_ + "/not_a_folder") << "x";
+  expect_clear_error({"train", "--data", root_ + "/data", "--epochs", "1", "--device", "cpu", "--out",
+                      root_ + "/tb2.safetensors", "--tensorboard", root_ + "/not_a_folder"},
+                     "--tensorboard");
+}
+
 TEST_F(Catdog, EvaluatePrintsAccuracyLossAndConfusion) {
   ASSERT_EQ(train_status_, 0);
   const auto [status, text] = run({"evaluate", "--model", root_ + "/m.safetensors", "--data", root_ + "/data",

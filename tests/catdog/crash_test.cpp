@@ -1,6 +1,7 @@
 // Crash safety of loom-catdog's training: SIGKILL in the middle of an epoch and in the middle of
 // a checkpoint write; the last complete checkpoint loads, and resuming from it gives the same
-// loss at every later step as a run that never stopped (bit-identical on the CPU).
+// loss at every later step, and the same best model, as a run that never stopped (bit-identical
+// on the CPU).
 #include <map>
 
 #include "app_runner.h"
@@ -54,6 +55,16 @@ class Crash : public ::testing::Test {
       EXPECT_EQ(loss, straight.at(step)) << "step " << step;
     }
     EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"), testing::read_text(root_ + "/straight.metrics.csv"));
+    // And the same model file: the best epoch's (--save best), found where the killed run wrote
+    // it when that epoch came before the kill.
+    const io::TensorFile resumed_model = io::load_safetensors(root_ + "/resumed.st"),
+                         straight_model = io::load_safetensors(root_ + "/straight.st");
+    EXPECT_EQ(resumed_model.metadata, straight_model.metadata);
+    ASSERT_EQ(resumed_model.tensors.size(), straight_model.tensors.size());
+    for (size_t i = 0; i < straight_model.tensors.size(); ++i) {
+      EXPECT_EQ(resumed_model.tensors[i].second.to_vector<float>(), straight_model.tensors[i].second.to_vector<float>())
+          << straight_model.tensors[i].first;
+    }
   }
 
   std::string root_;

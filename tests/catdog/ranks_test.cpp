@@ -154,6 +154,26 @@ TEST_F(CatdogRanks, KilledOnTwoRanksResumesAsTheUninterruptedRun) {
   testing::expect_clear_error(alone, root_ + "/alone", "world_size = 2, this run has 1");
 }
 
+TEST_F(CatdogRanks, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
+  // Every rank decides from the same metrics (summed over the ranks), so all stop together, where
+  // one rank of the global batch stops; a rank that went on would wait in a collective.
+  std::vector<std::string> two = args("two", 2, 4, 8), one = args("one", 1, 8, 8);
+  for (auto* a : {&two, &one}) a->insert(a->end(), {"--early-stopping", "1"});
+  const auto [s2, t2] = testing::run_to_end(two, root_ + "/two");
+  ASSERT_EQ(s2, 0) << t2;
+  const auto [s1, t1] = testing::run_to_end(one, root_ + "/one");
+  ASSERT_EQ(s1, 0) << t1;
+  const std::vector<double> acc2 = csv_columns(testing::read_text(root_ + "/two.metrics.csv"))["val_accuracy"],
+                            acc1 = csv_columns(testing::read_text(root_ + "/one.metrics.csv"))["val_accuracy"];
+  EXPECT_EQ(acc2, acc1);
+  ASSERT_LT(acc2.size(), 8u) << t2;
+  const std::string said = "early stopping after epoch " + std::to_string(acc2.size()) + " of 8";
+  EXPECT_NE(t2.find(said), std::string::npos) << t2;
+  EXPECT_NE(t1.find(said), std::string::npos) << t1;
+  EXPECT_EQ(io::load_model(root_ + "/two.st").metadata.at("loom.saved_epoch"),
+            io::load_model(root_ + "/one.st").metadata.at("loom.saved_epoch"));
+}
+
 TEST_F(CatdogRanks, ScaleLrLinearWarmsUpToWorldSizeTimesLr) {
   std::vector<std::string> a = args("scaled", 2, 8);  // 3 steps of each rank's 24 samples per epoch
   a.insert(a.end(), {"--lr", "0.001", "--scale-lr", "linear", "--warmup-epochs", "2"});

@@ -150,12 +150,128 @@ TEST(Fit, EarlyStoppingStopsAndRestoresTheBestWeights) {
   fit.epochs = 10;
   fit.out = nullptr;
   fit.callbacks = {stopper};
-  // lr 0: nothing changes, so no epoch after the first improves; patience 1 stops after epoch 3.
+  // lr 0: nothing changes, so no epoch after the first improves; patience 1 stops after the
+  // first epoch without an improvement, the second (Keras' count).
   const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
                                       train_loader, &val_loader, fit);
-  EXPECT_EQ(h.epochs.size(), 3u);
-  EXPECT_EQ(stopper->stopped_epoch(), 2);
+  EXPECT_EQ(h.epochs.size(), 2u);
+  EXPECT_EQ(stopper->stopped_epoch(), 1);
+  EXPECT_EQ(stopper->best_epoch(), 0);
   EXPECT_LOOM_ERROR(train::EarlyStopping("val_loss", -1), "patience");
+}
+
+TEST(Fit, EarlyStoppingCountsPatienceEpochsAndResumesWhereItStood) {
+  // Epochs of lr 0 do not improve: patience 3 ends the run after 1 + 3 epochs.
+  testing::HalvesDataset train_set(16, 1), val_set(16, 2);
+  auto model = testing::tiny_model(3);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader val_loader(val_set, loader_options(8, false));
+  auto stopper = std::make_shared<train::EarlyStopping>("val_accuracy", 3);
+  const std::string dir = temp_dir("early");
+  train::CheckpointOptions checkpoint;
+  checkpoint.path = dir + "/run.ckpt";
+  train::FitOptions fit;
+  fit.epochs = 10;
+  fit.out = nullptr;
+  fit.callbacks = {stopper, std::make_shared<train::ModelCheckpoint>(checkpoint)};
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
+                                      &val_loader, fit);
+  EXPECT_EQ(h.epochs.size(), 4u);
+  EXPECT_EQ(stopper->stopped_epoch(), 3);
+  // Resumed after two epochs without an improvement: one more ends it.
+  io::TrainingState state = io::read_checkpoint(checkpoint.path).state;
+  fit.callbacks = {stopper};
+  state.epoch = 3;
+  state.global_step = 6;
+  state.history_json = train::History{{h.epochs[0], h.epochs[1], h.epochs[2]}}.to_json();
+  fit.resume = state;
+  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit)
+                .epochs.size(), 4u);
+  EXPECT_EQ(stopper->stopped_epoch(), 3);
+  // Resumed after a run that had stopped: no further epoch.
+  state.epoch = 4;
+  state.history_json = h.to_json();
+  fit.resume = state;
+  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit)
+                .epochs.size(), 4u);
+  EXPECT_EQ(stopper->stopped_epoch(), 3);
+  // A min_delta above any change: the first epoch is the only improvement.
+  train::BestTracker tracker("val_accuracy", train::Mode::Auto, 0.1);
+  const auto accuracies = [](std::vector<double> values) {
+    train::History h;
+    for (double v : values) h.epochs.push_back({{"val_accuracy", v}});
+    return h;
+  };
+  EXPECT_EQ(tracker.replay(accuracies({0.5, 0.55, 0.61})), 2);
+  EXPECT_EQ(tracker.replay(accuracies({0.5, 0.6, 0.6})), 0);
+  EXPECT_EQ(tracker.replay(train::History{}), -1);
+  fs::remove_all(dir);
+}
+
+TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
+  // The model file holds the best epoch (the earliest of equals) and says which; a resume whose
+  // best model file is elsewhere or missing finds the best epoch's weights, or refuses.
+  const std::string dir = temp_dir("best");
+  testing::HalvesDataset train_set(16, 1), val_set(16, 2);
+  auto model = testing::tiny_model(3);
+  optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
+  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader val_loader(val_set, loader_options(8, false));
+  train::CheckpointOptions options;
+  options.path = dir + "/run.ckpt";
+  options.best_model_path = dir + "/best.st";
+  options.monitor = "val_accuracy";
+  train::FitOptions fit;
+  fit.epochs = 3;
+  fit.out = nullptr;
+  fit.callbacks = {std::make_shared<train::ModelCheckpoint>(options)};
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
+                                      &val_loader, fit);
+  const io::LoadedModel best = io::load_model(dir + "/best.st");
+  const std::optional<train::SavedEpoch> saved = train::saved_epoch(best.metadata, "best.st");
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_EQ(saved->epoch, 0);  // lr 0: three equal epochs
+  EXPECT_EQ(saved->metrics, h.epochs[0]);
+  EXPECT_EQ(best.metadata.at(train::kSavedEpochKey), "0");
+
+  // Resumed after epoch 3 with another best model file: epoch 1's is copied from the first.
+  const io::Checkpoint ckpt = io::read_checkpoint(dir + "/run.ckpt");
+  options.best_model_path = dir + "/other.st";
+  options.resumed_best_model_path = dir + "/best.st";
+  train::ModelCheckpoint resumed(options);
+  const train::History finished = train::History::from_json(ckpt.state.history_json, "ckpt");
+  EXPECT_EQ(resumed.find_best_on_resume(finished, 0), train::ModelCheckpoint::BestSource::ResumedBestModelFile);
+  fit.callbacks = {std::make_shared<train::ModelCheckpoint>(options)};
+  fit.resume = io::load_checkpoint(dir + "/run.ckpt", *model, optimizer);
+  train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
+  EXPECT_EQ(train::saved_epoch(io::load_model(dir + "/other.st").metadata, "other.st")->epoch, 0);
+  // With neither file: refused, naming both and what they hold.
+  options.best_model_path = dir + "/none.st";
+  options.resumed_best_model_path = dir + "/missing.st";
+  EXPECT_LOOM_ERROR(train::ModelCheckpoint(options).find_best_on_resume(finished, 0),
+                    "epoch 1's, but no file holds that epoch's weights: " + dir + "/none.st does not exist, " + dir +
+                        "/missing.st does not exist");
+  // When the best epoch is the checkpoint's own, the resumed weights are it.
+  const train::History first{{finished.epochs[0]}};
+  EXPECT_EQ(train::ModelCheckpoint(options).find_best_on_resume(first, 0),
+            train::ModelCheckpoint::BestSource::ResumedWeights);
+  EXPECT_LOOM_ERROR(train::ModelCheckpoint(options).find_best_on_resume(first, 1), "none.st does not exist");
+  fs::remove_all(dir);
+}
+
+TEST(Fit, SavedEpochMetadataIsReadAsUntrusted) {
+  const auto read = [](const std::string& epoch, const std::string& metrics) {
+    return train::saved_epoch({{train::kSavedEpochKey, epoch}, {train::kSavedMetricsKey, metrics}}, "f.st");
+  };
+  EXPECT_EQ(read("4", "{\"val_accuracy\": 0.75}")->metrics.at("val_accuracy"), 0.75);
+  EXPECT_FALSE(train::saved_epoch({}, "f.st").has_value());
+  EXPECT_LOOM_ERROR(read("-1", "{}"), "f.st: \"loom.saved_epoch\"");
+  EXPECT_LOOM_ERROR(read("4.5", "{}"), "loom.saved_epoch");
+  EXPECT_LOOM_ERROR(read("4", "[1]"), "must be a JSON object");
+  EXPECT_LOOM_ERROR(read("4", "{\"loss\": \"x\"}"), "\"loss\"");
+  EXPECT_LOOM_ERROR(read("4", "{\"a\": 1, \"a\": 2}"), "loom.saved_metrics");
+  EXPECT_LOOM_ERROR(train::saved_epoch({{train::kSavedEpochKey, "1"}}, "f.st"), "without \"loom.saved_metrics\"");
 }
 
 TEST(Fit, MonitoringAMissingMetricNamesIt) {
