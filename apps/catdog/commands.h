@@ -62,6 +62,7 @@ struct TrainArgs {
   int64_t limit = 0;           // use only the first N training images (0: all)
   bool deterministic = false;  // deterministic GPU algorithms (resume within 1e-5 on the GPU)
   bool print_losses = false;   // one line per step: "step <global step> loss <hex float>"
+  bool summary = false;        // print the Keras-style model summary before training
   // Any photograph that does not decode is an error; otherwise it is left out with a warning
   // (a class left without one decodable image is an error either way).
   bool strict = false;
@@ -94,10 +95,12 @@ struct EvaluateArgs {
   std::string augment_on = "auto";
   bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
   bool strict = false;  // as TrainArgs::strict
+  bool json = false;    // one JSON object (accuracy, loss, samples, classes, matrix, per class) instead of text
 };
 
 struct PredictArgs {
   std::string model;
+  // Files and folders (searched recursively for .jpg, .jpeg and .png, in sorted order).
   std::vector<std::string> images;
   std::string device;
   bool json = false;

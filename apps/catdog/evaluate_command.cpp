@@ -1,7 +1,12 @@
 // `loom-catdog evaluate`: a model file's accuracy, loss and confusion matrix on a folder of
-// class folders (DIR/val, DIR/test_set, or DIR itself).
-#include <cstdio>
+// class folders (DIR/val, DIR/test_set, or DIR itself), with per-class precision, recall and F1;
+// as text or, with --json, as one JSON object.
+#include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <iostream>
+
+#include "class_metrics.h"
 #include "commands.h"
 #include "data_source.h"
 #include "pipeline.h"
@@ -49,15 +54,44 @@ int run_evaluate(const EvaluateArgs& args) {
   const int64_t outputs = prep.class_names.size() == 2 ? 1 : static_cast<int64_t>(prep.class_names.size());
   FiniteOutputs model(loaded.model, set, args.model);
   const train::EvalResult r = train::evaluate(model, loss_for_outputs(outputs), loader);
-  std::printf("%s on %s: %lld images\naccuracy %.4f\nloss %.4f\nconfusion matrix (rows: true, columns: predicted)\n",
-              args.model.c_str(), dir.c_str(), (long long)r.samples, r.accuracy, r.loss);
   const std::vector<int64_t> counts = r.confusion.to_vector<int64_t>();
-  const size_t k = prep.class_names.size();
-  std::printf("%12s", "");
-  for (const auto& name : prep.class_names) std::printf(" %10s", name.c_str());
+  const std::vector<std::string>& names = prep.class_names;
+  const size_t k = names.size();
+  const std::vector<ClassMetrics> per_class = class_metrics(counts, k);
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["model"] = args.model;
+    j["data"] = dir;
+    j["samples"] = r.samples;
+    j["accuracy"] = r.accuracy;
+    j["loss"] = r.loss;
+    j["classes"] = names;
+    nlohmann::ordered_json matrix = nlohmann::ordered_json::array();  // rows true, columns predicted
+    for (size_t i = 0; i < k; ++i) {
+      matrix.push_back(std::vector<int64_t>(counts.begin() + i * k, counts.begin() + (i + 1) * k));
+    }
+    j["confusion_matrix"] = matrix;
+    nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+    for (size_t c = 0; c < k; ++c) {
+      classes[names[c]] = {{"precision", per_class[c].precision}, {"recall", per_class[c].recall},
+                           {"f1", per_class[c].f1}, {"support", per_class[c].support}};
+    }
+    j["per_class"] = classes;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s on %s: %lld images\naccuracy %.4f\nloss %.4f\n", args.model.c_str(), dir.c_str(),
+              (long long)r.samples, r.accuracy, r.loss);
+  std::printf("%12s %10s %10s %10s %10s\n", "", "precision", "recall", "f1", "support");
+  for (size_t c = 0; c < k; ++c) {
+    std::printf("%12s %10.4f %10.4f %10.4f %10lld\n", names[c].c_str(), per_class[c].precision,
+                per_class[c].recall, per_class[c].f1, (long long)per_class[c].support);
+  }
+  std::printf("confusion matrix (rows: true, columns: predicted)\n%12s", "");
+  for (const auto& name : names) std::printf(" %10s", name.c_str());
   std::printf("\n");
   for (size_t i = 0; i < k; ++i) {
-    std::printf("%12s", prep.class_names[i].c_str());
+    std::printf("%12s", names[i].c_str());
     for (size_t j = 0; j < k; ++j) std::printf(" %10lld", (long long)counts[i * k + j]);
     std::printf("\n");
   }

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "version.h"
 
 using namespace loom::catdog;
 
@@ -33,6 +34,8 @@ const CLI::Validator kNonEmpty([](std::string& text) { return text.empty() ? "th
 int main(int argc, char** argv) {
   CLI::App app{"loom-catdog: the seed's cat/dog classifier (train, evaluate, predict)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return version_text(); },
+                       "loom's version, the git commit and the CUDA, cuDNN and NCCL it was built with");
 
   TrainArgs t;
   auto* train = app.add_subcommand("train", "train a model on DIR/train and DIR/val");
@@ -89,6 +92,8 @@ int main(int argc, char** argv) {
   train->add_option("--augment-on", t.augment_on, "where augmentation runs: auto (the GPU on CUDA), cpu, gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   train->add_flag("--conv-benchmark", t.conv_benchmark, "choose cuDNN's convolution algorithms by timing them");
+  train->add_flag("--summary", t.summary, "print the model's layers, output shapes and parameter counts "
+                  "(as Keras' model.summary()) before training");
   train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");
   train->add_flag("--strict", t.strict, "any image that does not decode is an error (default: left out, "
                   "with a warning naming it)");
@@ -106,18 +111,23 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{10000}))->capture_default_str();
 
   EvaluateArgs e;
-  auto* evaluate = app.add_subcommand("evaluate", "accuracy, loss and confusion matrix of a model file");
+  auto* evaluate = app.add_subcommand("evaluate", "accuracy, loss, per-class precision, recall and F1, "
+                                      "and the confusion matrix of a model file");
   evaluate->add_option("--model", e.model, "a model file written by train")->required();
   evaluate->add_option("--data", e.data, "DIR with val/ (or test_set/), or a folder of class folders")->required();
   evaluate->add_option("--device", e.device, "cpu, cuda or cuda:N");
   evaluate->add_option("--batch-size", e.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}));
   evaluate->add_option("--workers", e.workers)->check(CLI::Range(0, 256));
   evaluate->add_flag("--strict", e.strict, "any image that does not decode is an error (default: left out)");
+  evaluate->add_flag("--json", e.json, "print one JSON object: accuracy, loss, samples, classes, the "
+                     "confusion matrix and per-class precision, recall, F1 and support");
 
   PredictArgs p;
   auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" for each image");
   predict->add_option("--model", p.model, "a model file written by train")->required();
-  predict->add_option("images", p.images, "JPEG or PNG files")->required();
+  predict->add_option("images", p.images, "JPEG or PNG files, and folders (searched recursively); several "
+                      "images end with a line of counts per class; unreadable files are named on stderr "
+                      "and make the exit status 1")->required();
   predict->add_option("--device", p.device, "cpu, cuda or cuda:N");
   predict->add_flag("--json", p.json, "print a JSON list");
   predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)")

@@ -196,6 +196,11 @@ struct RankRun {
 RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
   Generator init_gen(args.seed);  // the same weights on every rank (and DDP makes sure of it)
   auto model = build_model(args, init_gen);
+  if (args.summary && rank.rank == 0) {  // one forward pass of a random sample, on the CPU
+    auto* sequential = dynamic_cast<nn::Sequential*>(model.get());
+    LOOM_ASSERT(sequential != nullptr);  // build_model's three models are all Sequential
+    std::cout << sequential->summary({3, args.image_size, args.image_size}) << std::flush;
+  }
   data::DataLoaderOptions train_options;
   train_options.batch_size = args.batch_size;
   train_options.seed = args.seed;

@@ -102,17 +102,27 @@ TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
   ASSERT_EQ(status, 0) << text;
   std::istringstream lines(text);
   std::string line;
-  int count = 0;
+  int count = 0, summaries = 0;
+  std::map<std::string, int> per_class;
   while (std::getline(lines, line)) {
+    if (count == 2) {  // two images end with the counts per class
+      char want[64];
+      std::snprintf(want, sizeof want, "2 images: cat %d, dog %d", per_class["cat"], per_class["dog"]);
+      EXPECT_EQ(line, want);
+      ++summaries;
+      continue;
+    }
     char name[8];
     double p = 0;
     ASSERT_EQ(std::sscanf(line.c_str(), "%7s %lf", name, &p), 2) << line;
     EXPECT_TRUE(std::string(name) == "cat" || std::string(name) == "dog") << line;
     EXPECT_GE(p, 0.5);
     EXPECT_LE(p, 1.0);
+    ++per_class[name];
     ++count;
   }
   EXPECT_EQ(count, 2);
+  EXPECT_EQ(summaries, 1) << text;
   const auto [js, json_text] = run({"predict", "--json", "--device", "cpu", "--model", root_ + "/m.safetensors",
                                     "--dump", root_ + "/dump.st", dog}, "json");
   ASSERT_EQ(js, 0) << json_text;
