@@ -21,14 +21,6 @@ using testing::RankRecipe;
 using testing::RankResult;
 using testing::train_ranks;
 
-std::string temp_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("loom_ranks_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 void expect_relative(double got, double want, double tolerance, const std::string& what) {
   EXPECT_LE(std::abs(got - want), tolerance * std::max(std::abs(want), 1e-12))
       << what << ": " << got << " vs " << want;
@@ -83,7 +75,7 @@ void expect_bit_identical(const RankResult& a, const RankResult& b, const std::s
 }
 
 TEST(FitRanksResume, MidEpochOnTwoRanksContinuesTheUninterruptedRun) {
-  const std::string dir = temp_dir("resume");
+  const std::string dir = testing::temp_dir("loom_ranks", "resume");
   RankRecipe r;
   r.epochs = 3;
   r.dropout = true;  // each rank's own generator, which the resume must restore per rank
@@ -116,7 +108,7 @@ TEST(FitRanksResume, MidEpochOnTwoRanksContinuesTheUninterruptedRun) {
 }
 
 TEST(FitRanksResume, OnlyRankZeroWritesFiles) {
-  const std::string dir = temp_dir("files");
+  const std::string dir = testing::temp_dir("loom_ranks", "files");
   RankRecipe r;
   r.rank_files = dir;  // each rank would write rank<r>.{ckpt,best.st,csv,jsonl}
   const std::vector<RankResult> ranks = train_ranks(r, 2);
@@ -188,7 +180,7 @@ TEST(FitRanksSteps, RanksTakeTheFewestRanksSteps) {
 
 TEST(FitRanksErrors, UnshardedLoadersAndAnotherRankCountsCheckpointAreRefused) {
   const testing::HalvesDataset set(16, 3);
-  const std::string dir = temp_dir("errors");
+  const std::string dir = testing::temp_dir("loom_ranks", "errors");
   // A mid-epoch checkpoint of one rank: the run crashes right after step 2's.
   {
     auto model = testing::tiny_model(1);

@@ -16,22 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-data::DataLoaderOptions loader_options(int64_t batch, bool shuffle, uint64_t seed = 3) {
-  data::DataLoaderOptions o;
-  o.batch_size = batch;
-  o.shuffle = shuffle;
-  o.seed = seed;
-  o.augment.rescale = 1.0 / 255.0;
-  return o;
-}
-
-std::string temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("loom_train_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 TEST(CountCorrect, MatchesALoopForBinaryAndMultiClassHeads) {
   Generator gen(5);
   const Tensor logits = randn({9, 1}, kFloat32, &gen);
@@ -59,7 +43,7 @@ TEST(CountCorrect, MatchesALoopForBinaryAndMultiClassHeads) {
 TEST(Evaluate, LossAccuracyAndConfusionMatchALoop) {
   testing::HalvesDataset dataset(21, 7);
   auto model = testing::tiny_model(1);
-  data::DataLoader loader(dataset, loader_options(4, false));
+  data::DataLoader loader(dataset, testing::loader_options(4, false));
   const train::EvalResult r = train::evaluate(*model, train::binary_cross_entropy_loss(), loader);
   ASSERT_EQ(r.samples, 21);
   // The same in one batch, by hand: BCE with logits and counts per (true, predicted).
@@ -91,9 +75,9 @@ TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
   testing::HalvesDataset train_set(64, 1), val_set(32, 2);
   auto model = testing::tiny_model(2);
   optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
-  data::DataLoader val_loader(val_set, loader_options(16, false));
-  const std::string dir = temp_dir("logs");
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+  data::DataLoader val_loader(val_set, testing::loader_options(16, false));
+  const std::string dir = testing::temp_dir("loom_train", "logs");
   std::ostringstream progress;
   train::FitOptions fit;
   fit.epochs = 6;
@@ -129,7 +113,7 @@ TEST(Fit, TerminalProgressRedrawsOneLine) {
   testing::HalvesDataset train_set(16, 1);
   auto model = testing::tiny_model(2);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-  data::DataLoader loader(train_set, loader_options(8, true));
+  data::DataLoader loader(train_set, testing::loader_options(8, true));
   std::ostringstream out;
   train::FitOptions fit;
   fit.out = &out;
@@ -143,8 +127,8 @@ TEST(Fit, EarlyStoppingStopsAndRestoresTheBestWeights) {
   testing::HalvesDataset train_set(16, 1), val_set(16, 2);
   auto model = testing::tiny_model(3);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
-  data::DataLoader val_loader(val_set, loader_options(8, false));
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+  data::DataLoader val_loader(val_set, testing::loader_options(8, false));
   auto stopper = std::make_shared<train::EarlyStopping>("val_loss", 1, 0.0, train::Mode::Auto, true);
   train::FitOptions fit;
   fit.epochs = 10;
@@ -165,10 +149,10 @@ TEST(Fit, EarlyStoppingCountsPatienceEpochsAndResumesWhereItStood) {
   testing::HalvesDataset train_set(16, 1), val_set(16, 2);
   auto model = testing::tiny_model(3);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
-  data::DataLoader val_loader(val_set, loader_options(8, false));
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+  data::DataLoader val_loader(val_set, testing::loader_options(8, false));
   auto stopper = std::make_shared<train::EarlyStopping>("val_accuracy", 3);
-  const std::string dir = temp_dir("early");
+  const std::string dir = testing::temp_dir("loom_train", "early");
   train::CheckpointOptions checkpoint;
   checkpoint.path = dir + "/run.ckpt";
   train::FitOptions fit;
@@ -212,12 +196,12 @@ TEST(Fit, EarlyStoppingCountsPatienceEpochsAndResumesWhereItStood) {
 TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
   // The model file holds the best epoch (the earliest of equals) and says which; a resume whose
   // best model file is elsewhere or missing finds the best epoch's weights, or refuses.
-  const std::string dir = temp_dir("best");
+  const std::string dir = testing::temp_dir("loom_train", "best");
   testing::HalvesDataset train_set(16, 1), val_set(16, 2);
   auto model = testing::tiny_model(3);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
-  data::DataLoader val_loader(val_set, loader_options(8, false));
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+  data::DataLoader val_loader(val_set, testing::loader_options(8, false));
   train::CheckpointOptions options;
   options.path = dir + "/run.ckpt";
   options.best_model_path = dir + "/best.st";
@@ -278,7 +262,7 @@ TEST(Fit, MonitoringAMissingMetricNamesIt) {
   testing::HalvesDataset train_set(8, 1);
   auto model = testing::tiny_model(3);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.1));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
   train::FitOptions fit;
   fit.out = nullptr;
   fit.callbacks = {std::make_shared<train::EarlyStopping>("val_loss")};
@@ -295,7 +279,7 @@ TEST(Fit, LRSchedulerStepsPerEpoch) {
   auto model = testing::tiny_model(3);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.1));
   optim::StepLR schedule(optimizer, 1, 0.5);
-  data::DataLoader train_loader(train_set, loader_options(8, true));
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
   train::FitOptions fit;
   fit.epochs = 3;
   fit.out = nullptr;

@@ -2,6 +2,10 @@
 // the left half is brighter than the right, so a tiny model learns it in a few steps.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include <loom/loom.h>
@@ -40,6 +44,26 @@ inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 
   if (dropout) model->add(std::make_shared<nn::Dropout>(0.25));
   model->add(std::make_shared<nn::Linear>(4 * (size / 2) * (size / 2), 1, true, nn::Init::PyTorch, &gen));
   return model;
+}
+
+// Loader options for the tests' datasets: the images rescaled to [0, 1].
+inline data::DataLoaderOptions loader_options(int64_t batch, bool shuffle, uint64_t seed = 3) {
+  data::DataLoaderOptions o;
+  o.batch_size = batch;
+  o.shuffle = shuffle;
+  o.seed = seed;
+  o.augment.rescale = 1.0 / 255.0;
+  return o;
+}
+
+// A fresh empty folder in the system's temporary directory, named after `prefix`, this process
+// and `name`.
+inline std::string temp_dir(const std::string& prefix, const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
 }
 
 }  // namespace loom::testing

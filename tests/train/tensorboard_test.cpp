@@ -161,22 +161,6 @@ Event decode(const std::string& record) {
 
 // --- the tests -------------------------------------------------------------------------------
 
-std::string temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("loom_tb_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-data::DataLoaderOptions loader_options(int64_t batch, bool shuffle) {
-  data::DataLoaderOptions o;
-  o.batch_size = batch;
-  o.shuffle = shuffle;
-  o.seed = 3;
-  o.augment.rescale = 1.0 / 255.0;
-  return o;
-}
-
 std::vector<std::string> event_files(const std::string& dir) {
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir)) files.push_back(entry.path().string());
@@ -223,9 +207,9 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
   testing::HalvesDataset train_set(32, 1), val_set(16, 2);
   auto model = testing::tiny_model(2);
   optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-  data::DataLoader train_loader(train_set, loader_options(8, true));
-  data::DataLoader val_loader(val_set, loader_options(16, false));
-  const std::string dir = temp_dir("fit");
+  data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+  data::DataLoader val_loader(val_set, testing::loader_options(16, false));
+  const std::string dir = testing::temp_dir("loom_tb", "fit");
   train::TensorBoardOptions tb;
   tb.dir = dir;
   tb.batch_every = 3;
@@ -322,8 +306,8 @@ TEST(TensorBoardLogger, BadFolderFailsBeforeTraining) {
   testing::HalvesDataset train_set(8, 1);
   auto model = testing::tiny_model(2);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-  data::DataLoader loader(train_set, loader_options(8, false));
-  const std::string dir = temp_dir("bad");
+  data::DataLoader loader(train_set, testing::loader_options(8, false));
+  const std::string dir = testing::temp_dir("loom_tb", "bad");
   const auto fit_with = [&](const std::string& folder) {
     auto trained = std::make_shared<Trained>();
     train::FitOptions fit;
@@ -360,12 +344,12 @@ TEST(TensorBoardLogger, OnlyRankZeroWrites) {
   testing::HalvesDataset train_set(8, 1);
   auto model = testing::tiny_model(2);
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-  data::DataLoader loader(train_set, loader_options(8, false));
+  data::DataLoader loader(train_set, testing::loader_options(8, false));
   train::History history;
   train::TrainContext ctx(*model, optimizer, loader, history);
   ctx.rank = 1;
   ctx.world_size = 2;
-  const std::string dir = temp_dir("rank1");
+  const std::string dir = testing::temp_dir("loom_tb", "rank1");
   train::TensorBoardOptions tb;
   tb.dir = dir;
   tb.batch_every = 1;
