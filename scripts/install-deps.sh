@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages loom builds and tests with, only those missing (idempotent).
+# LOOM_WITH_PLOTTING=1 adds matplotlib for tools/plot_metrics.py; LOOM_WITH_FUZZ=1 clang.
 # Needs root or sudo. The CUDA toolkit, cuDNN and NCCL are not Debian packages here: loom
 # builds its CUDA backend when it finds them (in /usr/local/cuda or the system folders).
 set -euo pipefail
@@ -13,6 +14,8 @@ packages=(
   dataset-fashion-mnist
 )
 [ "${LOOM_WITH_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
+# tools/plot_metrics.py's charts: LOOM_WITH_PLOTTING=1 scripts/install-deps.sh
+[ "${LOOM_WITH_PLOTTING:-0}" = 1 ] && packages+=(python3-matplotlib)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots training and validation loss and accuracy per epoch from a loom metrics CSV (written
-by loom-catdog train or train::CsvLogger) into a PNG. Needs matplotlib (optional for loom).
+by loom-catdog train or train::CsvLogger) into a PNG. Needs matplotlib (optional for loom:
+LOOM_WITH_PLOTTING=1 scripts/install-deps.sh installs it).
 
   python3 tools/plot_metrics.py catdog.metrics.csv [-o catdog.png]
 """
@@ -20,7 +21,9 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("plot_metrics: matplotlib is not installed (apt-get install python3-matplotlib)")
+        sys.exit("plot_metrics: matplotlib is not installed; from loom's source folder run "
+                 "LOOM_WITH_PLOTTING=1 scripts/install-deps.sh (Debian's python3-matplotlib), "
+                 "or pip install matplotlib")
     with open(args.csv, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:

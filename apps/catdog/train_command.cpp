@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "best_model.h"
 #include "commands.h"
@@ -180,6 +182,27 @@ int decode_threads(const TrainArgs& args) {
   return std::max(args.workers, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// The command that draws the metrics chart from wherever the user is: the plotting script of
+// this build's source tree, or of the installed share/loom, by absolute path, and the CSV's
+// absolute path (quoted when it holds a space).
+std::string chart_command(const std::string& metrics_csv) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> candidates{fs::path(LOOM_SOURCE_DIR) / "tools" / "plot_metrics.py"};
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "loom" / "plot_metrics.py");
+  std::string script = "tools/plot_metrics.py";
+  for (const fs::path& candidate : candidates) {
+    if (fs::is_regular_file(candidate, ec)) {
+      script = candidate.string();
+      break;
+    }
+  }
+  const auto quoted = [](const std::string& s) { return s.find(' ') == std::string::npos ? s : "'" + s + "'"; };
+  const fs::path csv = fs::absolute(metrics_csv, ec);
+  return "python3 " + quoted(script) + " " + quoted(ec ? metrics_csv : csv.string());
+}
+
 // What every rank trains on, decoded once per process.
 struct RunData {
   const data::Dataset* train = nullptr;
@@ -343,8 +366,7 @@ int run_train(const TrainArgs& args) {
                 history.epochs.back().at("val_loss"));
   }
   std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history) << ", metrics in "
-            << metrics_csv
-            << " (chart: python3 tools/plot_metrics.py " << metrics_csv << ")\n";
+            << metrics_csv << " (chart: " << chart_command(metrics_csv) << ")\n";
   return 0;
 }
 

@@ -50,6 +50,11 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
   EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
+  // The chart command works from anywhere: the script and the CSV by absolute path.
+  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const std::string script = (source_root / "tools" / "plot_metrics.py").string();
+  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"), std::string::npos)
+      << train_out_;
   // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
   // and predict), Adam, no schedule.
   EXPECT_NE(train_out_.find("augment torchvision on the CPU, resize bilinear, weight decay 0, lr schedule constant"),
