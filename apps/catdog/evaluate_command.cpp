@@ -46,7 +46,7 @@ int run_evaluate(const EvaluateArgs& args) {
   check_input_size(loaded.model->spec_json(), prep, args.model);
   const std::optional<DataSplit> split = split_of(args.data);
   const std::string dir = split ? split->val_dir : args.data;
-  ImageSet set = load_image_set(dir, prep, args.workers, on_bad_input(args.strict));
+  ImageSet set = load_image_set(dir, prep, args.workers, on_bad_input(args.strict), &std::cout);
   LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders do not match the classes "
              "the model ", args.model, " was trained on");
   data::DataLoader loader(*set.images,

@@ -2,8 +2,10 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "commands.h"
 
@@ -60,7 +62,30 @@ class DecodeRecord : public data::Dataset {
 
 }  // namespace
 
-ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads, data::OnBadInput on_bad_input) {
+namespace {
+
+// "decoding DIR: k/N images", redrawn at most ten times a second, on a terminal only.
+data::InMemoryDataset::Progress decode_progress(std::ostream* out, const std::string& dir) {
+  if (!train::is_terminal(out)) return nullptr;
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [out, dir, last](int64_t done, int64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done == total) {
+      *out << "\r\033[K" << std::flush;
+      return;
+    }
+    if (now - *last < std::chrono::milliseconds(100)) return;
+    *last = now;
+    const std::string line = "loom-catdog: decoding " + dir + ": " + std::to_string(done) + "/" + std::to_string(total) +
+                             " images";
+    *out << "\r" << train::fit_line({line}, train::terminal_columns(out)) << "\033[K" << std::flush;
+  };
+}
+
+}  // namespace
+
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads, data::OnBadInput on_bad_input,
+                        std::ostream* progress) {
   // By default a photograph that does not decode is left out with a warning line, as in a long
   // run one bad file should not cost the whole training.
   data::ImageFolderOptions options;
@@ -78,7 +103,8 @@ ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int 
                "x", p.channels, " would take ", static_cast<int64_t>(bytes / (1 << 20)), " MiB decoded, over the limit of ",
                kMaxDecodedSetBytes / (1 << 20), " MiB (the model's input size comes from its preprocessing)");
     record = std::make_unique<DecodeRecord>(*set.folder);
-    set.images = std::make_unique<data::InMemoryDataset>(*record, std::max(threads, 1), on_bad_input);
+    set.images = std::make_unique<data::InMemoryDataset>(*record, std::max(threads, 1), on_bad_input,
+                                                         decode_progress(progress, dir));
   } catch (const data::BadSample& e) {
     throw data::BadSample(::loom::detail::concat(e.what(), " (--strict: every image must be usable)"));
   }

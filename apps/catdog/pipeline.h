@@ -46,9 +46,10 @@ struct ImageSet {
   const std::vector<std::string>& classes() const { return folder->classes(); }
   const std::string& path(int64_t i) const { return folder->path(files.at(static_cast<size_t>(i))); }
 };
-// Over kMaxDecodedSetBytes of decoded images is an error before any is decoded.
+// Over kMaxDecodedSetBytes of decoded images is an error before any is decoded. When `progress`
+// is a terminal, a line there counts the images decoded (and is erased at the end).
 ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
-                        data::OnBadInput on_bad_input = data::OnBadInput::Skip);
+                        data::OnBadInput on_bad_input = data::OnBadInput::Skip, std::ostream* progress = nullptr);
 
 // `count` samples of `source` chosen by a seeded permutation (both classes stay represented).
 class Subset : public data::Dataset {

@@ -323,8 +323,10 @@ int run_train(const TrainArgs& args) {
   data.prep.height = data.prep.width = args.image_size;
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
   const auto decode_start = std::chrono::steady_clock::now();
-  ImageSet train_set = load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
-  ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict));
+  std::ostream* progress = plan.prints() ? &std::cout : nullptr;
+  ImageSet train_set =
+      load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
+  ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders");
   LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "

@@ -1,6 +1,7 @@
 // Decoding a whole dataset into memory with a few threads; order and labels are preserved.
 #include "data/memory_dataset.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -8,7 +9,8 @@
 
 namespace loom::data {
 
-InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadInput on_bad_input) {
+InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadInput on_bad_input,
+                                 const Progress& progress) {
   LOOM_CHECK(num_threads >= 1, "InMemoryDataset: num_threads must be at least 1, got ", num_threads);
   const int64_t n = source.size();
   std::vector<Example> all(static_cast<size_t>(n));
@@ -17,8 +19,12 @@ InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadIn
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::exception_ptr error;
-  auto work = [&] {
+  const int64_t report_every = std::max<int64_t>(1, n / 100);
+  int64_t reported = 0;  // by the constructing thread, the only one that reports
+  // The constructing thread reports how far the handing out of samples has got.
+  auto work = [&](bool reports) {
     for (int64_t i = next++; i < n && !failed; i = next++) {
+      if (reports && progress && i - reported >= report_every) progress(reported = i, n);
       try {
         all[i] = source.get(i);
         ok[i] = 1;
@@ -38,10 +44,11 @@ InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadIn
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 1; t < num_threads; ++t) threads.emplace_back(work);
-  work();
+  for (int t = 1; t < num_threads; ++t) threads.emplace_back(work, false);
+  work(true);
   for (std::thread& t : threads) t.join();
   if (error) std::rethrow_exception(error);
+  if (progress) progress(n, n);
   for (int64_t i = 0; i < n; ++i) {
     if (ok[i]) {
       examples_.push_back(std::move(all[i]));

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "data/encode.h"
 #include "data/image_folder.h"
@@ -214,6 +217,39 @@ TEST(InMemoryDataset, DecodesOnceAndSkipsBadFiles) {
   EXPECT_EQ(memory.get(1).label, 1);
   EXPECT_LOOM_ERROR(InMemoryDataset(folder, 2, OnBadInput::Throw), "1.jpg: empty file");
   EXPECT_LOOM_ERROR(InMemoryDataset(folder, 0), "num_threads must be at least 1");
+}
+
+// A dataset of small random images that counts nothing and fails nothing.
+class CountedImages : public Dataset {
+ public:
+  explicit CountedImages(int64_t n) : n_(n) {}
+  int64_t size() const override { return n_; }
+  Example get(int64_t index) const override { return {random_image(2, 2, 3, static_cast<uint64_t>(index) + 1), index % 2}; }
+
+ private:
+  int64_t n_;
+};
+
+// The progress callback runs on the constructing thread only, moves forward, is called about a
+// hundred times for 1,000 samples on 3 threads, and ends at (total, total).
+TEST(InMemoryDataset, ReportsProgressOnTheConstructingThread) {
+  const CountedImages source(1000);
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  bool other_thread = false;
+  const std::thread::id me = std::this_thread::get_id();
+  InMemoryDataset memory(source, 3, OnBadInput::Skip, [&](int64_t done, int64_t total) {
+    other_thread = other_thread || std::this_thread::get_id() != me;
+    calls.emplace_back(done, total);
+  });
+  EXPECT_EQ(memory.size(), 1000);
+  EXPECT_FALSE(other_thread);
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_LE(calls.size(), 102u);
+  EXPECT_EQ(calls.back(), std::make_pair(int64_t{1000}, int64_t{1000}));
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_GE(calls[i].first, calls[i - 1].first);
+    EXPECT_EQ(calls[i].second, 1000);
+  }
 }
 
 TEST(InMemoryDataset, WarningsShowControlCharactersInFileNamesEscaped) {
