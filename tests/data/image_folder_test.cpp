@@ -230,8 +230,9 @@ class CountedImages : public Dataset {
   int64_t n_;
 };
 
-// The progress callback runs on the constructing thread only, moves forward, is called about a
-// hundred times for 1,000 samples on 3 threads, and ends at (total, total).
+// The progress callback runs on the constructing thread only, moves forward, is called at most
+// about a hundred times for 1,000 samples on 3 threads (fewer when the other threads take most
+// of them, as under load), and ends at (total, total).
 TEST(InMemoryDataset, ReportsProgressOnTheConstructingThread) {
   const CountedImages source(1000);
   std::vector<std::pair<int64_t, int64_t>> calls;
@@ -243,7 +244,7 @@ TEST(InMemoryDataset, ReportsProgressOnTheConstructingThread) {
   });
   EXPECT_EQ(memory.size(), 1000);
   EXPECT_FALSE(other_thread);
-  ASSERT_GE(calls.size(), 2u);
+  ASSERT_GE(calls.size(), 1u);
   EXPECT_LE(calls.size(), 102u);
   EXPECT_EQ(calls.back(), std::make_pair(int64_t{1000}, int64_t{1000}));
   for (size_t i = 1; i < calls.size(); ++i) {
