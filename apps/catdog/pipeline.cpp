@@ -67,15 +67,14 @@ namespace {
 // "decoding DIR: k/N images", redrawn at most ten times a second, on a terminal only.
 data::InMemoryDataset::Progress decode_progress(std::ostream* out, const std::string& dir) {
   if (!train::is_terminal(out)) return nullptr;
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-  return [out, dir, last](int64_t done, int64_t total) {
+  return [out, dir, last = std::chrono::steady_clock::time_point()](int64_t done, int64_t total) mutable {
     const auto now = std::chrono::steady_clock::now();
     if (done == total) {
       *out << "\r\033[K" << std::flush;
       return;
     }
-    if (now - *last < std::chrono::milliseconds(100)) return;
-    *last = now;
+    if (now - last < std::chrono::milliseconds(100)) return;
+    last = now;
     const std::string line = "loom-catdog: decoding " + dir + ": " + std::to_string(done) + "/" + std::to_string(total) +
                              " images";
     *out << "\r" << train::fit_line({line}, train::terminal_columns(out)) << "\033[K" << std::flush;

@@ -163,9 +163,9 @@ data::AugmentOptions training_transform(const std::string& name, uint64_t seed, 
 // NCCL, whose all-reduces a graph can hold (the other backends' cannot be captured).
 bool capture_steps(const TrainArgs& args, const RankSetup& rank) {
   if (args.graph == "off") return false;
-  const bool nccl = rank.group != nullptr && std::string(rank.group->backend()) == "nccl";
   const bool one_rank = rank.world_size == 1;
-  const bool possible = rank.device.is_cuda() && (one_rank || nccl);
+  const bool capturable = rank.group != nullptr && rank.group->captures_collectives();
+  const bool possible = rank.device.is_cuda() && (one_rank || capturable);
   LOOM_CHECK(possible || args.graph == "auto", "--graph on: CUDA graphs need a CUDA device, and NCCL when there are "
              "several ranks (this run: ", rank.world_size, " rank", one_rank ? "" : "s", " on ", rank.device.str(),
              one_rank ? "" : ::loom::detail::concat(" over ", rank.group->backend()), ")");

@@ -39,6 +39,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // The device whose tensors this group's collectives take: the CPU or one CUDA device.
   Device device() const { return device_; }
   virtual const char* backend() const = 0;  // "threads", "nccl", "mpi", "tcp"
+  // Whether this group's CUDA collectives can be recorded into a graph being captured (NCCL)
+  // instead of being refused: the other backends complete theirs from a host thread.
+  virtual bool captures_collectives() const { return false; }
   // "rank 1 of 4 (threads)", as errors name this rank.
   std::string who() const;
 
@@ -83,9 +86,6 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   virtual void on_abort(const std::string& reason) = 0;
   // Whether start() compares collectives across ranks itself (threads backend).
   virtual bool checks_collectives_itself() const { return false; }
-  // Whether start() can record CUDA collectives into a graph being captured (NCCL) instead of
-  // refusing them: the other backends complete their collectives from a host thread.
-  virtual bool captures_collectives() const { return false; }
   // What the backend knows of a collective that timed out, appended to the reason ("; ranks
   // [3] had not arrived"); empty when it knows nothing more.
   virtual std::string timeout_detail(const CollectiveInfo&) { return {}; }

@@ -85,7 +85,7 @@ double seconds_since(Clock::time_point start) {
 
 // Restores the loop's counters from a checkpoint's state, after checking that the loader is the
 // one the checkpoint was taken with.
-void apply_resume(TrainContext& ctx, const io::TrainingState& s, Device device) {
+void apply_resume(TrainContext& ctx, const io::TrainingState& s) {
   const data::DataLoaderOptions& o = ctx.train_loader.options();
   LOOM_CHECK(s.loader_seed == o.seed && s.augment_seed == o.augment.seed, "fit: cannot resume: the "
              "checkpoint's loader seeds (shuffle ", s.loader_seed, ", augment ", s.augment_seed,
@@ -168,7 +168,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   ctx.correct_sum = zeros({}, device);
   bool resuming = false;
   if (options.resume) {
-    apply_resume(ctx, *options.resume, device);
+    apply_resume(ctx, *options.resume);
     resuming = true;
   }
   std::ostream* out = ctx.rank == 0 ? options.out : nullptr;
