@@ -11,10 +11,10 @@
 #include <fstream>
 #include <string>
 
-#include "io/checkpoint.h"
-#include "io/model_file.h"
-#include "nn/nn.h"
-#include "optim/adam.h"
+#include "loom/io/checkpoint.h"
+#include "loom/io/model_file.h"
+#include "loom/nn/nn.h"
+#include "loom/optim/adam.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "io/model_file.h"
-#include "io/safetensors.h"
+#include "loom/io/model_file.h"
+#include "loom/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "cuda/launchers.h"
-#include "ops/dispatch.h"
+#include "loom/ops/dispatch.h"
 
 namespace loom::gpu_basics {
 namespace {

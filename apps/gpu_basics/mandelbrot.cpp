@@ -3,8 +3,8 @@
 
 #include "cuda/launchers.h"
 #include "device_info.h"
-#include "ops/dispatch.h"
-#include "tensor/parallel.h"
+#include "loom/ops/dispatch.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::gpu_basics {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include "loom/tensor/strided_index.h"  // LOOM_HOST_DEVICE
 
 namespace loom::gpu_basics {
 

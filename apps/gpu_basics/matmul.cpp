@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "cuda/launchers.h"
-#include "ops/dispatch.h"
-#include "tensor/parallel.h"
+#include "loom/ops/dispatch.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::gpu_basics {
 namespace {

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "cuda/launchers.h"
-#include "ops/dispatch.h"
+#include "loom/ops/dispatch.h"
 
 namespace loom::gpu_basics {
 

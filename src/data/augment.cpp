@@ -1,12 +1,12 @@
 // Keras' ImageDataGenerator random transform on the CPU: the draw, the matrix, and the warp.
-#include "data/augment.h"
+#include "loom/data/augment.h"
 
 #include <cmath>
 
-#include "data/augment_kernel.h"
-#include "ops/dispatch.h"
-#include "tensor/parallel.h"
-#include "tensor/random_bits.h"
+#include "loom/data/augment_kernel.h"
+#include "loom/ops/dispatch.h"
+#include "loom/tensor/parallel.h"
+#include "loom/tensor/random_bits.h"
 
 namespace loom::data {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "data/augment.h"
-#include "tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include "loom/data/augment.h"
+#include "loom/tensor/strided_index.h"  // LOOM_HOST_DEVICE
 
 namespace loom::data::detail {
 

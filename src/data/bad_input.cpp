@@ -1,5 +1,5 @@
 // The data pipeline's one warning channel.
-#include "data/bad_input.h"
+#include "loom/data/bad_input.h"
 
 #include <cstdio>
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::data {
 

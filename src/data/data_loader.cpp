@@ -2,7 +2,7 @@
 // b < consumed + prefetch, fills slot b % prefetch, and the caller takes slots in batch order.
 // CPU delivery hands each batch's freshly allocated tensors to the caller; CUDA delivery fills
 // the slot's reusable pinned buffer and uploads it on a side stream.
-#include "data/data_loader.h"
+#include "loom/data/data_loader.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "data/host_buffer.h"
-#include "data/transfer.h"
+#include "loom/data/host_buffer.h"
+#include "loom/data/transfer.h"
 
 namespace loom::data {
 

@@ -10,11 +10,11 @@
 #include <memory>
 #include <optional>
 
-#include "data/augment.h"
-#include "data/bad_input.h"
-#include "data/dataset.h"
-#include "data/sampler.h"
-#include "tensor/tensor.h"
+#include "loom/data/augment.h"
+#include "loom/data/bad_input.h"
+#include "loom/data/dataset.h"
+#include "loom/data/sampler.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

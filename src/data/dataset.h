@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

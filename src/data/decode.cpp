@@ -1,11 +1,11 @@
 // Format sniffing, file reading, the size guards and the final resize shared by both decoders.
-#include "data/decode.h"
+#include "loom/data/decode.h"
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
-#include "data/input_file.h"
+#include "loom/data/input_file.h"
 
 namespace loom::data {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "data/bad_input.h"
-#include "data/resize.h"
-#include "tensor/tensor.h"
+#include "loom/data/bad_input.h"
+#include "loom/data/resize.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

@@ -1,5 +1,5 @@
 // The encoders' shared argument check and file writing.
-#include "data/encode.h"
+#include "loom/data/encode.h"
 
 #include <fstream>
 

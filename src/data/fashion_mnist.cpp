@@ -1,5 +1,5 @@
 // IDX reading through zlib's gzread, which passes uncompressed files through unchanged.
-#include "data/fashion_mnist.h"
+#include "loom/data/fashion_mnist.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <zlib.h>
 
-#include "data/input_file.h"
+#include "loom/data/input_file.h"
 
 namespace loom::data {
 

@@ -1,5 +1,5 @@
 // HostBuffer: growth and the fallback from pinned to ordinary memory.
-#include "data/host_buffer.h"
+#include "loom/data/host_buffer.h"
 
 #include <cstdlib>
 #include <new>

@@ -1,6 +1,6 @@
 // Scanning an image folder into (path, label) lists, and one decode per class to prove the
 // class usable; the rest is decoded per get().
-#include "data/image_folder.h"
+#include "loom/data/image_folder.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include <system_error>
 #include <utility>
 
-#include "data/input_file.h"
+#include "loom/data/input_file.h"
 
 namespace loom::data {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "data/bad_input.h"
-#include "data/dataset.h"
-#include "data/decode.h"
+#include "loom/data/bad_input.h"
+#include "loom/data/dataset.h"
+#include "loom/data/decode.h"
 
 namespace loom::data {
 

@@ -1,5 +1,5 @@
 // Checked opening and reading of input files: stat, open non-blocking, fstat, read to the end.
-#include "data/input_file.h"
+#include "loom/data/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::data {
 

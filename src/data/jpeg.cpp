@@ -11,8 +11,8 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
-#include "data/decode.h"
-#include "data/encode.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
 
 namespace loom::data {
 namespace {

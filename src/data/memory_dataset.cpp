@@ -1,5 +1,5 @@
 // Decoding a whole dataset into memory with a few threads; order and labels are preserved.
-#include "data/memory_dataset.h"
+#include "loom/data/memory_dataset.h"
 
 #include <algorithm>
 #include <atomic>

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "data/bad_input.h"
-#include "data/dataset.h"
+#include "loom/data/bad_input.h"
+#include "loom/data/dataset.h"
 
 namespace loom::data {
 

@@ -1,8 +1,8 @@
 // The data pipeline's CUDA entry points in a CPU-only build: no pinned memory (HostBuffer falls
 // back to ordinary memory) and a clear error if a loader is asked to deliver to a GPU.
-#include "data/host_buffer.h"
-#include "data/transfer.h"
-#include "tensor/primitives.h"
+#include "loom/data/host_buffer.h"
+#include "loom/data/transfer.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom::data {
 

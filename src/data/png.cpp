@@ -10,8 +10,8 @@
 
 #include <png.h>
 
-#include "data/decode.h"
-#include "data/encode.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
 
 namespace loom::data {
 namespace {

@@ -3,7 +3,7 @@
 // ImagingResample does, so results agree with Keras' load_img to within rounding. Serial on
 // purpose: the loader's workers already run one image per thread, and a thread team per image
 // would oversubscribe the cores.
-#include "data/resize.h"
+#include "loom/data/resize.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

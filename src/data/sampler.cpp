@@ -1,11 +1,11 @@
 // Sequential, random and distributed index orders.
-#include "data/sampler.h"
+#include "loom/data/sampler.h"
 
 #include <numeric>
 #include <utility>
 
-#include "tensor/error.h"
-#include "tensor/random_bits.h"
+#include "loom/tensor/error.h"
+#include "loom/tensor/random_bits.h"
 
 namespace loom::data {
 

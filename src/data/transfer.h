@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::data {
 

@@ -1,14 +1,14 @@
 // DistributedDataParallel (ddp.h): the layout of the gradient arenas and buckets, the hooks
 // that launch a bucket's all-reduce once its gradients are in, and the end-of-backward step.
-#include "distributed/ddp.h"
+#include "loom/distributed/ddp.h"
 
 #include <map>
 #include <utility>
 
-#include "distributed/flat_copy.h"
-#include "distributed/model_check.h"
-#include "distributed/stall_timer.h"
-#include "tensor/autograd.h"
+#include "loom/distributed/flat_copy.h"
+#include "loom/distributed/model_check.h"
+#include "loom/distributed/stall_timer.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::dist {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/process_group.h"
-#include "nn/module.h"
+#include "loom/distributed/process_group.h"
+#include "loom/nn/module.h"
 
 namespace loom::dist {
 

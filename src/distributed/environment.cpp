@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "distributed/launch.h"
+#include "loom/distributed/launch.h"
 
 namespace loom::dist {
 

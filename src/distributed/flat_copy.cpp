@@ -1,5 +1,5 @@
 // copy_all: the CPU loop, and the dispatch to the CUDA kernel.
-#include "distributed/flat_copy.h"
+#include "loom/distributed/flat_copy.h"
 
 #include <cstring>
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "tensor/device.h"
+#include "loom/tensor/device.h"
 
 namespace loom::dist {
 

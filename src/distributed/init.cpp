@@ -3,14 +3,14 @@
 #include <cstring>
 #include <mutex>
 
-#include "distributed/launch.h"
-#include "distributed/mpi/mpi_group.h"
-#include "distributed/nccl_group.h"
-#include "distributed/store_group.h"
-#include "distributed/tcp_store.h"
-#include "distributed/threads_group.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/random.h"
+#include "loom/distributed/launch.h"
+#include "loom/distributed/mpi/mpi_group.h"
+#include "loom/distributed/nccl_group.h"
+#include "loom/distributed/store_group.h"
+#include "loom/distributed/tcp_store.h"
+#include "loom/distributed/threads_group.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/random.h"
 
 namespace loom::dist {
 

@@ -1,11 +1,11 @@
 // check_same_across_ranks and broadcast_from_rank0 (see model_check.h).
-#include "distributed/model_check.h"
+#include "loom/distributed/model_check.h"
 
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 
-#include "tensor/shape.h"
+#include "loom/tensor/shape.h"
 
 namespace loom::dist {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/process_group.h"
+#include "loom/distributed/process_group.h"
 
 namespace loom::dist {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "distributed/process_group.h"
+#include "loom/distributed/process_group.h"
 
 namespace loom::dist {
 

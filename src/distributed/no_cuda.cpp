@@ -1,8 +1,8 @@
 // The CUDA parts of loom::dist in a build without CUDA: a clear error, never a fallback.
-#include "distributed/flat_copy.h"
-#include "distributed/nccl_group.h"
-#include "distributed/reduce_buffers.h"
-#include "tensor/primitives.h"
+#include "loom/distributed/flat_copy.h"
+#include "loom/distributed/nccl_group.h"
+#include "loom/distributed/reduce_buffers.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom::dist {
 

@@ -1,5 +1,5 @@
 // Stands in for src/distributed/mpi/ in a build without MPI.
-#include "distributed/mpi/mpi_group.h"
+#include "loom/distributed/mpi/mpi_group.h"
 
 namespace loom::dist {
 

@@ -1,12 +1,12 @@
 // The backend-independent half of ProcessGroup: argument checks that name the bad values,
 // sequence numbers, the in-flight list, abort, and the cross-rank fingerprint check.
-#include "distributed/process_group.h"
+#include "loom/distributed/process_group.h"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "tensor/cuda/graph.h"
-#include "tensor/shape.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/shape.h"
 
 namespace loom::dist {
 

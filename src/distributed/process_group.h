@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "distributed/reduce_op.h"
-#include "distributed/work.h"
-#include "tensor/tensor.h"
+#include "loom/distributed/reduce_op.h"
+#include "loom/distributed/work.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::dist {
 

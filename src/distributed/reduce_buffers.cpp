@@ -1,8 +1,8 @@
 // reduce_buffers_cpu: the rank-order fold of reduce_buffers.h on the CPU.
-#include "distributed/reduce_buffers.h"
+#include "loom/distributed/reduce_buffers.h"
 
-#include "tensor/error.h"
-#include "tensor/parallel.h"
+#include "loom/tensor/error.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::dist {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "distributed/reduce_op.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/dtype.h"
+#include "loom/distributed/reduce_op.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/dtype.h"
 
 namespace loom::dist {
 

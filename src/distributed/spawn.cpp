@@ -5,11 +5,11 @@
 #include <mutex>
 #include <thread>
 
-#include "distributed/launch.h"
-#include "distributed/nccl_group.h"
-#include "distributed/threads_group.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/random.h"
+#include "loom/distributed/launch.h"
+#include "loom/distributed/nccl_group.h"
+#include "loom/distributed/threads_group.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/random.h"
 
 #if defined(_OPENMP)
 #include <omp.h>

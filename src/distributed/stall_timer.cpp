@@ -1,8 +1,8 @@
 // StallTimer (stall_timer.h): an event pair per stretch on a GPU, a clock pair on the CPU.
-#include "distributed/stall_timer.h"
+#include "loom/distributed/stall_timer.h"
 
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::dist {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "tensor/device.h"
+#include "loom/tensor/device.h"
 
 namespace loom::cuda {
 class Event;

@@ -6,7 +6,7 @@
 // key of round t in rank order. A rank that aborts sets its keys of the first round it has not
 // contributed to to 'P' + the reason instead: the others' waits for it end there, naming it.
 // Tensor bytes travel in host order: all ranks must share one byte order.
-#include "distributed/store_group.h"
+#include "loom/distributed/store_group.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,8 +15,8 @@
 #include <deque>
 #include <thread>
 
-#include "distributed/reduce_buffers.h"
-#include "tensor/shape.h"
+#include "loom/distributed/reduce_buffers.h"
+#include "loom/tensor/shape.h"
 
 namespace loom::dist {
 

@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "distributed/process_group.h"
-#include "distributed/store.h"
+#include "loom/distributed/process_group.h"
+#include "loom/distributed/store.h"
 
 namespace loom::dist {
 

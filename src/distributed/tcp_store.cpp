@@ -1,7 +1,7 @@
 // TcpStore (tcp_store.h): the client every rank runs. Requests carry ids and one reader thread
 // hands each reply to the request waiting for it, so a get blocked on one thread never holds
 // up a set on another (the TCP group's abort writes a key while its worker waits in a get).
-#include "distributed/tcp_store.h"
+#include "loom/distributed/tcp_store.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,9 +16,9 @@
 #include <cerrno>
 #include <climits>
 
-#include "distributed/tcp_store_protocol.h"
-#include "distributed/tcp_store_server.h"
-#include "tensor/error.h"
+#include "loom/distributed/tcp_store_protocol.h"
+#include "loom/distributed/tcp_store_server.h"
+#include "loom/tensor/error.h"
 
 namespace loom::dist {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "distributed/store.h"
+#include "loom/distributed/store.h"
 
 namespace loom::dist {
 

@@ -1,12 +1,12 @@
 // Frames and blocking socket I/O of the TCP store (tcp_store_protocol.h).
-#include "distributed/tcp_store_protocol.h"
+#include "loom/distributed/tcp_store_protocol.h"
 
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::dist::tcp {
 

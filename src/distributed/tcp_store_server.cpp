@@ -1,6 +1,6 @@
 // StoreServer (tcp_store_server.h): rank 0's poll() loop. Sockets are non-blocking, so one slow
 // or dead client never stalls the others; every frame is handled whole, in arrival order.
-#include "distributed/tcp_store_server.h"
+#include "loom/distributed/tcp_store_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "distributed/tcp_store_protocol.h"
-#include "tensor/error.h"
+#include "loom/distributed/tcp_store_protocol.h"
+#include "loom/tensor/error.h"
 
 namespace loom::dist::tcp {
 

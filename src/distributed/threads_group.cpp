@@ -1,14 +1,14 @@
 // The threads backend (see threads_group.h). Each collective is a slot keyed by its sequence
 // number; the rank that fills the slot last runs it, in sequence order, for everyone.
-#include "distributed/threads_group.h"
+#include "loom/distributed/threads_group.h"
 
 #include <condition_variable>
 #include <cstring>
 #include <map>
 
-#include "distributed/reduce_buffers.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/primitives.h"
+#include "loom/distributed/reduce_buffers.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom::dist {
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "distributed/process_group.h"
+#include "loom/distributed/process_group.h"
 
 namespace loom::dist {
 

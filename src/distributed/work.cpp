@@ -1,10 +1,10 @@
 // Work: the state of one collective, waited on with the group's deadline.
-#include "distributed/work.h"
+#include "loom/distributed/work.h"
 
 #include <thread>
 
-#include "tensor/cuda/runtime.h"
-#include "tensor/shape.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/shape.h"
 
 namespace loom::dist {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/reduce_op.h"
-#include "tensor/tensor.h"
+#include "loom/distributed/reduce_op.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::cuda {
 class Event;

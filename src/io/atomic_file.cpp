@@ -1,5 +1,5 @@
 // Atomic writes (lock, sweep, temporary, fsync, rename) and the checked whole-file read.
-#include "io/atomic_file.h"
+#include "loom/io/atomic_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <random>
 
-#include "data/input_file.h"
-#include "tensor/error.h"
+#include "loom/data/input_file.h"
+#include "loom/tensor/error.h"
 
 namespace loom::io {
 

@@ -1,5 +1,5 @@
 // Checkpoints: model + optimizer + loop state + RNG states in one atomically written file.
-#include "io/checkpoint.h"
+#include "loom/io/checkpoint.h"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "io/atomic_file.h"
-#include "nn/untrusted_json.h"
-#include "tensor/random.h"
+#include "loom/io/atomic_file.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/tensor/random.h"
 
 namespace loom::io {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "io/model_file.h"
-#include "optim/optimizer.h"
+#include "loom/io/model_file.h"
+#include "loom/optim/optimizer.h"
 
 namespace loom::io {
 

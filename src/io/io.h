@@ -1,7 +1,7 @@
 // Files on disk in one include (part of <loom/loom.h>): safetensors, model files, checkpoints.
 #pragma once
 
-#include "io/atomic_file.h"
-#include "io/checkpoint.h"
-#include "io/model_file.h"
-#include "io/safetensors.h"
+#include "loom/io/atomic_file.h"
+#include "loom/io/checkpoint.h"
+#include "loom/io/model_file.h"
+#include "loom/io/safetensors.h"

@@ -1,14 +1,14 @@
 // Model files: save_model / load_model over safetensors with the spec in the metadata. The
 // file is a download: its spec is checked against its tensors before anything is built.
-#include "io/model_file.h"
+#include "loom/io/model_file.h"
 
 #include <nlohmann/json.hpp>
 
 #include <unordered_set>
 
-#include "nn/models/resnet.h"
-#include "nn/spec.h"
-#include "nn/untrusted_json.h"
+#include "loom/nn/models/resnet.h"
+#include "loom/nn/spec.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::io {
 

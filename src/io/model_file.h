@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "data/resize.h"
-#include "io/safetensors.h"
-#include "nn/module.h"
+#include "loom/data/resize.h"
+#include "loom/io/safetensors.h"
+#include "loom/nn/module.h"
 
 namespace loom::io {
 

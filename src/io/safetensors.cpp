@@ -1,4 +1,4 @@
-#include "io/safetensors.h"
+#include "loom/io/safetensors.h"
 
 #include <nlohmann/json.hpp>
 
@@ -7,8 +7,8 @@
 #include <limits>
 #include <set>
 
-#include "io/atomic_file.h"
-#include "nn/untrusted_json.h"
+#include "loom/io/atomic_file.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::io {
 

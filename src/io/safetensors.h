@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::io {
 

@@ -1,10 +1,11 @@
 // Parameterless layers: forwarding to the ops, and the specs of those with settings.
-#include "nn/activation.h"
+#include "loom/nn/activation.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
-#include "ops/activation.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/ops/activation.h"
+#include "loom/ops/softmax.h"
 
 namespace loom::nn {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/shape_rule.h"
+#include "loom/nn/module.h"
+#include "loom/nn/shape_rule.h"
 
 namespace loom::nn {
 

@@ -1,13 +1,13 @@
 // BatchNorm2d: parameters, buffers and spec; the maths (and the running-statistics update) is
 // loom::batch_norm.
-#include "nn/batch_norm.h"
+#include "loom/nn/batch_norm.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
-#include "ops/batch_norm.h"
-#include "ops/elementwise.h"
-#include "tensor/autograd.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/ops/batch_norm.h"
+#include "loom/ops/elementwise.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::nn {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
-#include "nn/shape_rule.h"
+#include "loom/nn/module.h"
+#include "loom/nn/shape_rule.h"
 
 namespace loom::nn {
 

@@ -1,9 +1,9 @@
 // Conv2d: parameters, initialisation and spec; the maths is loom::conv2d.
-#include "nn/conv.h"
+#include "loom/nn/conv.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::nn {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
-#include "nn/shape_rule.h"
-#include "ops/conv.h"
-#include "ops/pool.h"
+#include "loom/nn/module.h"
+#include "loom/nn/shape_rule.h"
+#include "loom/ops/conv.h"
+#include "loom/ops/pool.h"
 
 namespace loom::nn {
 

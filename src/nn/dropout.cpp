@@ -1,10 +1,10 @@
 // Dropout: probability and spec; the maths is loom::dropout.
-#include "nn/dropout.h"
+#include "loom/nn/dropout.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
-#include "ops/dropout.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/ops/dropout.h"
 
 namespace loom::nn {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "nn/module.h"
+#include "loom/nn/module.h"
 
 namespace loom::nn {
 

@@ -1,9 +1,9 @@
 // Initialisers: fans from the weight layout, then one uniform fill.
-#include "nn/init.h"
+#include "loom/nn/init.h"
 
 #include <cmath>
 
-#include "tensor/autograd.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::nn {
 

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/random.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::nn {
 

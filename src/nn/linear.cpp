@@ -1,10 +1,10 @@
 // Linear: parameters, initialisation and spec; the maths is loom::linear.
-#include "nn/linear.h"
+#include "loom/nn/linear.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
-#include "ops/linalg.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/ops/linalg.h"
 
 namespace loom::nn {
 

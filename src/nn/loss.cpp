@@ -1,11 +1,12 @@
 // Losses as compositions of ops; shapes, dtypes and devices are checked here so the messages
 // name the loss rather than an inner op.
-#include "nn/loss.h"
+#include "loom/nn/loss.h"
 
-#include "ops/activation.h"
-#include "ops/elementwise.h"
-#include "ops/reduction.h"
-#include "ops/shape_ops.h"
+#include "loom/ops/activation.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/one_hot.h"
+#include "loom/ops/reduction.h"
+#include "loom/ops/softmax.h"
 
 namespace loom::nn {
 

@@ -3,7 +3,7 @@
 // Sum adds them, None returns the per-element (per-sample) losses.
 #pragma once
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::nn {
 

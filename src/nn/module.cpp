@@ -1,11 +1,11 @@
 // Module: registration, recursive traversal, in-place device/dtype moves and state_dict loading.
-#include "nn/module.h"
+#include "loom/nn/module.h"
 
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "nn/untrusted_json.h"
-#include "tensor/autograd.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::nn {
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "nn/init.h"
-#include "nn/named_tensors.h"
-#include "tensor/tensor.h"
+#include "loom/nn/init.h"
+#include "loom/nn/named_tensors.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::nn {
 

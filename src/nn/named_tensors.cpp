@@ -1,5 +1,5 @@
 // NamedTensors: ordered storage plus a name index.
-#include "nn/named_tensors.h"
+#include "loom/nn/named_tensors.h"
 
 namespace loom::nn {
 

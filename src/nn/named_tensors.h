@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::nn {
 

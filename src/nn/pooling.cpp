@@ -1,9 +1,9 @@
 // Pooling layers: window settings and spec; the maths is in ops/pool.h.
-#include "nn/pooling.h"
+#include "loom/nn/pooling.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/untrusted_json.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::nn {
 

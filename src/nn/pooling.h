@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "nn/module.h"
-#include "nn/shape_rule.h"
-#include "ops/pool.h"
+#include "loom/nn/module.h"
+#include "loom/nn/shape_rule.h"
+#include "loom/ops/pool.h"
 
 namespace loom::nn {
 

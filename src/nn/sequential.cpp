@@ -1,13 +1,13 @@
 // Sequential: chaining, naming by index, and its spec (each layer's own spec plus its name).
-#include "nn/sequential.h"
+#include "loom/nn/sequential.h"
 
 #include <typeinfo>
 
 #include <nlohmann/json.hpp>
 
-#include "nn/activation.h"
-#include "nn/conv.h"
-#include "nn/spec.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/spec.h"
 
 namespace loom::nn {
 

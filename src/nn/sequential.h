@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
+#include "loom/nn/module.h"
 
 namespace loom::nn {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "tensor/shape.h"
+#include "loom/tensor/shape.h"
 
 namespace loom::nn {
 

@@ -3,21 +3,21 @@
 // Each walks the spec parsed once: a Sequential's layers are built from the parsed JSON, never
 // re-serialised (which made a 5,000-deep spec cost 36 s and 7 GB), so a spec costs time linear
 // in its size.
-#include "nn/spec.h"
+#include "loom/nn/spec.h"
 
 #include <map>
 #include <mutex>
 #include <unordered_set>
 
-#include "nn/activation.h"
-#include "nn/batch_norm.h"
-#include "nn/conv.h"
-#include "nn/dropout.h"
-#include "nn/linear.h"
-#include "nn/models/resnet.h"
-#include "nn/pooling.h"
-#include "nn/sequential.h"
-#include "nn/untrusted_json.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/batch_norm.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/dropout.h"
+#include "loom/nn/linear.h"
+#include "loom/nn/models/resnet.h"
+#include "loom/nn/pooling.h"
+#include "loom/nn/sequential.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::nn {
 

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "nn/sequential.h"
-#include "tensor/autograd.h"
-#include "tensor/random.h"
+#include "loom/nn/sequential.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/random.h"
 
 namespace loom::nn {
 

@@ -1,12 +1,12 @@
 // The limited JSON parser (a parser callback counts depth and each object's keys),
 // excerpts, and the checked member reads.
-#include "nn/untrusted_json.h"
+#include "loom/nn/untrusted_json.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::nn {
 

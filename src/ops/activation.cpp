@@ -1,9 +1,9 @@
 // relu, leaky_relu, sigmoid and tanh: one forward kernel each and a backward helper kernel that
 // reads the saved output (relu, sigmoid, tanh) or input (leaky_relu).
-#include "ops/activation.h"
+#include "loom/ops/activation.h"
 
-#include "ops/kernels/elementwise_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/ops/elementwise_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

@@ -1,7 +1,7 @@
-// Activations, and softmax / log_softmax computed stably (the row maximum is subtracted first).
+// Activations: elementwise ops with their own functors (elementwise_math.h).
 #pragma once
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 
@@ -9,7 +9,5 @@ Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
 
 }  // namespace loom

@@ -1,12 +1,12 @@
 // batch_norm: argument checks, train/eval statistics, device dispatch and the autograd node
 // (which saves the per-channel mean and 1/std, not the normalised output).
-#include "ops/batch_norm.h"
+#include "loom/ops/batch_norm.h"
 
 #include <algorithm>
 
-#include "ops/batch_norm_kernels.h"
-#include "ops/dispatch.h"
-#include "tensor/autograd.h"
+#include "loom/ops/batch_norm_backend.h"
+#include "loom/ops/dispatch.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

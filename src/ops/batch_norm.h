@@ -2,7 +2,7 @@
 // (updating the running averages in place), running statistics in eval.
 #pragma once
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

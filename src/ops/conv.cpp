@@ -1,14 +1,14 @@
 // conv2d: argument checks, output geometry (explicit, 'valid' and 'same' padding), device
 // dispatch and the autograd node. The kernels live in cpu/conv.cpp and cuda/conv.cu.
-#include "ops/conv.h"
+#include "loom/ops/conv.h"
 
 #include <atomic>
 
-#include "ops/activation.h"
-#include "ops/conv_kernels.h"
-#include "ops/dispatch.h"
-#include "ops/kernels/elementwise_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/ops/activation.h"
+#include "loom/ops/conv_backend.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/elementwise_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

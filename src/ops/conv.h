@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

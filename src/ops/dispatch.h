@@ -2,7 +2,7 @@
 // build and a clear "built without CUDA" error in a CPU-only one (never a silent fallback).
 #pragma once
 
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 
 #if defined(LOOM_WITH_CUDA)
 #define LOOM_CUDA_DISPATCH(op, call) call

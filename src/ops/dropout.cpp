@@ -1,10 +1,10 @@
 // dropout: checks, the mask's uniform draws (loom::rand, identical on every device for one
 // seed), device dispatch and the autograd node, which reuses the draws as its mask.
-#include "ops/dropout.h"
+#include "loom/ops/dropout.h"
 
-#include "ops/dispatch.h"
-#include "ops/dropout_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/dropout_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

@@ -3,8 +3,8 @@
 // CPU and every GPU draw the same mask for the same seed.
 #pragma once
 
-#include "tensor/random.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/random.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -2,7 +2,7 @@
 // Binary ops need both operands on one device with one dtype; comparisons return uint8 (0/1).
 #pragma once
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -1,7 +1,7 @@
 // Tensor::expand: a stride-0 view that repeats size-1 dims (and adds leading dims) without
 // copying. It lives in ops/ because its backward, sum_to, is a reduction.
-#include "ops/reduction.h"
-#include "tensor/autograd.h"
+#include "loom/ops/reduction.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

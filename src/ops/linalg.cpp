@@ -2,15 +2,15 @@
 // [batch, n, k] @ [batch, k, m] whose operands are handed to the BLAS in the layout they
 // already have (a transposed view is read as column-major; a broadcast batch has stride 0).
 // Backward: dA = sum_to(g @ B^T, A.shape), dB = sum_to(A^T @ g, B.shape).
-#include "ops/linalg.h"
+#include "loom/ops/linalg.h"
 
 #include <algorithm>
 
-#include "ops/dispatch.h"
-#include "ops/elementwise.h"
-#include "ops/linalg_kernels.h"
-#include "ops/reduction.h"
-#include "tensor/autograd.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/linalg_backend.h"
+#include "loom/ops/reduction.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

@@ -1,7 +1,7 @@
 // Matrix products on cuBLAS (CUDA) and Eigen (CPU).
 #pragma once
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -1,10 +1,10 @@
 // Pooling ops: argument checks, window geometry, device dispatch and autograd nodes. The
-// per-element rules are in pool_kernels.h; loops in cpu/pool.cpp, kernels in cuda/pool.cu.
-#include "ops/pool.h"
+// per-element rules are in pool_math.h; loops in cpu/pool.cpp, kernels in cuda/pool.cu.
+#include "loom/ops/pool.h"
 
-#include "ops/dispatch.h"
-#include "ops/pool_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/pool_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 
@@ -84,7 +84,7 @@ int64_t pool2d_output_size(const char* op, const char* axis, int64_t in, int64_t
   return kernel <= in + 2 * pad ? (in + 2 * pad - kernel) / stride + 1 : 0;
 }
 
-// Saves each window's winner as its offset in the window (pool_kernels.h), one byte for the
+// Saves each window's winner as its offset in the window (pool_math.h), one byte for the
 // usual kernels; the backward sends each output's gradient to that one input pixel.
 Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding) {
   const detail::PoolGeometry g = fixed_geometry("max_pool2d", x_in, kernel, stride, padding);

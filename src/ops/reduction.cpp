@@ -1,16 +1,16 @@
 // sum, mean, max, min, argmax and sum_to. The reduced dims are permuted last and the input made
-// contiguous, so one row kernel per device (row_kernels.h) serves every case. Gradients are
+// contiguous, so one row kernel per device (reduction_backend.h) serves every case. Gradients are
 // compositions: sum and mean expand the gradient back, max and min route it through a one_hot
 // of the winning index (the first extreme, as the kernels report it).
-#include "ops/reduction.h"
+#include "loom/ops/reduction.h"
 
 #include <numeric>
 
-#include "ops/dispatch.h"
-#include "ops/elementwise.h"
-#include "ops/row_kernels.h"
-#include "ops/shape_ops.h"
-#include "tensor/autograd.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/one_hot.h"
+#include "loom/ops/reduction_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

@@ -1,10 +1,8 @@
-// cat, stack and one_hot. cat copies each input into its slice of the output, and its backward
+// cat and stack. cat copies each input into its slice of the output, and its backward
 // hands each input the matching narrow of the gradient; stack is unsqueeze + cat.
-#include "ops/shape_ops.h"
+#include "loom/ops/shape_ops.h"
 
-#include "ops/dispatch.h"
-#include "ops/one_hot_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 
@@ -58,24 +56,6 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     expanded.push_back(tensors[i].unsqueeze(d));
   }
   return cat(expanded, d);
-}
-
-Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
-  LOOM_CHECK(indices.defined(), "one_hot: the indices tensor is undefined");
-  LOOM_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32,
-             "one_hot: indices must be int64 or int32, got ", dtype_name(indices.dtype()));
-  LOOM_CHECK(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
-  Shape out_shape = indices.shape();
-  out_shape.push_back(num_classes);
-  const Tensor out = zeros(out_shape, TensorOptions(dtype).device(indices.device()));
-  if (indices.numel() == 0) return out;
-  const Tensor idx = indices.contiguous();
-  if (indices.is_cuda()) {
-    LOOM_CUDA_DISPATCH("one_hot", detail::cuda_one_hot(idx, out, num_classes));
-  } else {
-    detail::cpu_one_hot(idx, out, num_classes);
-  }
-  return out;
 }
 
 }  // namespace loom

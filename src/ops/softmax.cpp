@@ -1,13 +1,13 @@
 // softmax and log_softmax along any dim: the dim is moved last so the row kernels of
-// row_kernels.h see contiguous rows. Backward by composition from the saved output y:
+// softmax_backend.h see contiguous rows. Backward by composition from the saved output y:
 //   softmax:     dx = y * (g - sum(g * y))      log_softmax: dx = g - exp(y) * sum(g)
 // with the sums along dim (keepdim).
-#include "ops/activation.h"
-#include "ops/dispatch.h"
-#include "ops/elementwise.h"
-#include "ops/reduction.h"
-#include "ops/row_kernels.h"
-#include "tensor/autograd.h"
+#include "loom/ops/dispatch.h"
+#include "loom/ops/elementwise.h"
+#include "loom/ops/reduction.h"
+#include "loom/ops/softmax.h"
+#include "loom/ops/softmax_backend.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom {
 

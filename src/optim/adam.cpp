@@ -1,10 +1,10 @@
 // Adam and AdamW: option checks, the per-step coefficients folded on the host, and the
 // grouping of parameters into fused updates.
-#include "optim/adam.h"
+#include "loom/optim/adam.h"
 
 #include <cmath>
 
-#include "optim/fused_update.h"
+#include "loom/optim/fused_update.h"
 
 namespace loom::optim {
 

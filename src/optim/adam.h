@@ -2,7 +2,7 @@
 // optimizers, since the two decays train differently (Loshchilov & Hutter, 2019).
 #pragma once
 
-#include "optim/optimizer.h"
+#include "loom/optim/optimizer.h"
 
 namespace loom::optim {
 

@@ -1,10 +1,10 @@
 // Global-norm gradient clipping: per-(device, dtype) fused sums of squares, one read each.
-#include "optim/clip_grad.h"
+#include "loom/optim/clip_grad.h"
 
 #include <cmath>
 
-#include "optim/fused_update.h"
-#include "tensor/autograd.h"
+#include "loom/optim/fused_update.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::optim {
 

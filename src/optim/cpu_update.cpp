@@ -2,10 +2,10 @@
 // applying the element rules of update_math.h.
 #include <algorithm>
 
-#include "optim/fused_update.h"
-#include "optim/update_math.h"
-#include "tensor/dtype.h"
-#include "tensor/parallel.h"
+#include "loom/optim/fused_update.h"
+#include "loom/optim/update_math.h"
+#include "loom/tensor/dtype.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::optim::detail {
 

@@ -1,10 +1,10 @@
 // Device dispatch of the optimizer updates (one place, through LOOM_CUDA_DISPATCH) and the
 // launch counter of the fused CUDA kernels.
-#include "optim/fused_update.h"
+#include "loom/optim/fused_update.h"
 
 #include <atomic>
 
-#include "ops/dispatch.h"
+#include "loom/ops/dispatch.h"
 
 namespace loom::optim {
 

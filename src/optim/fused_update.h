@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::optim {
 

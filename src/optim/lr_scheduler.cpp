@@ -1,5 +1,5 @@
 // The closed forms of the learning-rate schedules and the scheduler that applies them.
-#include "optim/lr_scheduler.h"
+#include "loom/optim/lr_scheduler.h"
 
 #include <cmath>
 

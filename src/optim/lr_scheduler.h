@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "optim/optimizer.h"
+#include "loom/optim/optimizer.h"
 
 namespace loom::optim {
 

@@ -1,9 +1,9 @@
 // loom::optim in one include: optimizers, learning-rate schedules, gradient clipping.
 #pragma once
 
-#include "optim/adam.h"
-#include "optim/clip_grad.h"
-#include "optim/fused_update.h"
-#include "optim/lr_scheduler.h"
-#include "optim/optimizer.h"
-#include "optim/sgd.h"
+#include "loom/optim/adam.h"
+#include "loom/optim/clip_grad.h"
+#include "loom/optim/fused_update.h"
+#include "loom/optim/lr_scheduler.h"
+#include "loom/optim/optimizer.h"
+#include "loom/optim/sgd.h"

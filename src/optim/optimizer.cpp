@@ -1,12 +1,12 @@
 // The Optimizer base: parameter checks, the step loop that gathers due parameters and hands
 // them to the subclass, zero_grad, learning rates, and checkpoints of state and options.
-#include "optim/optimizer.h"
+#include "loom/optim/optimizer.h"
 
 #include <set>
 #include <utility>
 
-#include "tensor/autograd.h"
-#include "tensor/cuda/graph.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/cuda/graph.h"
 
 namespace loom::optim {
 

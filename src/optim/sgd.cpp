@@ -1,9 +1,9 @@
 // SGD: option checks and the grouping of parameters into fused updates.
-#include "optim/sgd.h"
+#include "loom/optim/sgd.h"
 
 #include <cmath>
 
-#include "optim/fused_update.h"
+#include "loom/optim/fused_update.h"
 
 namespace loom::optim {
 

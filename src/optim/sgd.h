@@ -2,7 +2,7 @@
 // following PyTorch's torch.optim.SGD formulas exactly.
 #pragma once
 
-#include "optim/optimizer.h"
+#include "loom/optim/optimizer.h"
 
 namespace loom::optim {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include "loom/tensor/strided_index.h"  // LOOM_HOST_DEVICE
 
 namespace loom::optim::detail {
 

@@ -2,7 +2,7 @@
 // CUDA so that the policy is tested everywhere.
 #include <sstream>
 
-#include "tensor/cuda/caching_allocator.h"
+#include "loom/tensor/cuda/caching_allocator.h"
 
 namespace loom::cuda {
 

@@ -1,12 +1,12 @@
 // The autograd graph's nodes, grad mode, and the engine that runs backward().
-#include "tensor/autograd.h"
+#include "loom/tensor/autograd.h"
 
 #include <atomic>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

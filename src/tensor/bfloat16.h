@@ -8,7 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "tensor/host_device.h"
+#include "loom/tensor/host_device.h"
 
 namespace loom {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tensor/parallel.h"
-#include "tensor/primitives.h"
-#include "tensor/random_bits.h"
-#include "tensor/strided_cursor.h"
+#include "loom/tensor/parallel.h"
+#include "loom/tensor/primitives.h"
+#include "loom/tensor/random_bits.h"
+#include "loom/tensor/strided_cursor.h"
 
 namespace loom::detail {
 

@@ -1,8 +1,8 @@
-#include "tensor/device.h"
+#include "loom/tensor/device.h"
 
 #include <ostream>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom {
 

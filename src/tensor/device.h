@@ -32,7 +32,8 @@ inline const Device kCPU{DeviceType::CPU, 0};
 inline const Device kCUDA{DeviceType::CUDA, 0};
 inline Device cuda_device(int index) { return Device(DeviceType::CUDA, index); }
 
-// True when loom was built with CUDA support (LOOM_CUDA).
+// True when the library was built with CUDA support (LOOM_CUDA); the same answer at compile
+// time is loom::kBuiltWithCuda in <loom/config.h>.
 bool built_with_cuda();
 // Number of CUDA devices visible; 0 in a CPU-only build or on a machine without a GPU.
 int cuda_device_count();

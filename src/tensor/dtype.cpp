@@ -1,8 +1,8 @@
-#include "tensor/dtype.h"
+#include "loom/tensor/dtype.h"
 
 #include <ostream>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tensor/bfloat16.h"
+#include "loom/tensor/bfloat16.h"
 
 namespace loom {
 

@@ -1,4 +1,4 @@
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::detail {
 

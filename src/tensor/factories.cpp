@@ -1,8 +1,8 @@
 // Factory functions: empty, zeros, ones, full, arange, from_vector, from_blob, *_like.
 #include <cmath>
 
-#include "tensor/primitives.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/primitives.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -1,10 +1,10 @@
 // The CUDA entry points of a CPU-only build: no devices, and a clear error wherever a CUDA
 // tensor or stream is asked for (never a silent fallback to the CPU).
-#include "tensor/cuda/caching_allocator.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/device.h"
-#include "tensor/primitives.h"
+#include "loom/tensor/cuda/caching_allocator.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/device.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom {
 

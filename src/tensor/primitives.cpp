@@ -1,5 +1,5 @@
 // Device dispatch of the core's storage-level kernels: one place, on the destination's device.
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom::detail {
 

@@ -6,8 +6,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "tensor/autograd.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -1,9 +1,9 @@
 // Random tensor factories over the counter-based generator.
-#include "tensor/random.h"
+#include "loom/tensor/random.h"
 
 #include <mutex>
 
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom {
 

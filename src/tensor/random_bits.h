@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tensor/strided_index.h"
+#include "loom/tensor/strided_index.h"
 
 namespace loom::random_bits {
 

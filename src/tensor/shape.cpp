@@ -1,10 +1,10 @@
-#include "tensor/shape.h"
+#include "loom/tensor/shape.h"
 
 #include <algorithm>
 #include <limits>
 #include <sstream>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom {
 

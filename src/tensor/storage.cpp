@@ -1,4 +1,4 @@
-#include "tensor/storage.h"
+#include "loom/tensor/storage.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,8 +6,8 @@
 #include <malloc.h>
 #endif
 
-#include "tensor/cuda/caching_allocator.h"
-#include "tensor/error.h"
+#include "loom/tensor/cuda/caching_allocator.h"
+#include "loom/tensor/error.h"
 
 namespace loom {
 namespace {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "tensor/device.h"
+#include "loom/tensor/device.h"
 
 namespace loom {
 

@@ -5,7 +5,7 @@
 //                  cur.advance(n); left -= n; }
 #pragma once
 
-#include "tensor/strided_index.h"
+#include "loom/tensor/strided_index.h"
 
 namespace loom {
 

@@ -1,6 +1,6 @@
-#include "tensor/strided_index.h"
+#include "loom/tensor/strided_index.h"
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "tensor/host_device.h"
-#include "tensor/shape.h"
+#include "loom/tensor/host_device.h"
+#include "loom/tensor/shape.h"
 
 namespace loom {
 

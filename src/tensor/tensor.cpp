@@ -1,11 +1,11 @@
 // Tensor's accessors, copies between devices and dtypes, and the autograd fields.
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 #include <atomic>
 #include <cstring>
 
-#include "tensor/autograd.h"
-#include "tensor/primitives.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom {
 

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/device.h"
-#include "tensor/dtype.h"
-#include "tensor/error.h"
-#include "tensor/shape.h"
-#include "tensor/storage.h"
+#include "loom/tensor/device.h"
+#include "loom/tensor/dtype.h"
+#include "loom/tensor/error.h"
+#include "loom/tensor/shape.h"
+#include "loom/tensor/storage.h"
 
 namespace loom {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "tensor/autograd.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom {
 

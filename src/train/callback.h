@@ -9,12 +9,12 @@
 #include <memory>
 #include <vector>
 
-#include "data/data_loader.h"
-#include "io/checkpoint.h"
-#include "nn/module.h"
-#include "optim/optimizer.h"
-#include "train/history.h"
-#include "train/ranks.h"
+#include "loom/data/data_loader.h"
+#include "loom/io/checkpoint.h"
+#include "loom/nn/module.h"
+#include "loom/optim/optimizer.h"
+#include "loom/train/history.h"
+#include "loom/train/ranks.h"
 
 namespace loom::train {
 

@@ -1,5 +1,5 @@
 // ModelCheckpoint, EarlyStopping, LRSchedulerStep and the metrics loggers.
-#include "train/callbacks.h"
+#include "loom/train/callbacks.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "io/atomic_file.h"
-#include "nn/untrusted_json.h"
+#include "loom/io/atomic_file.h"
+#include "loom/nn/untrusted_json.h"
 
 namespace loom::train {
 

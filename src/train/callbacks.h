@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
-#include "io/model_file.h"
-#include "nn/named_tensors.h"
-#include "optim/lr_scheduler.h"
-#include "train/callback.h"
+#include "loom/io/model_file.h"
+#include "loom/nn/named_tensors.h"
+#include "loom/optim/lr_scheduler.h"
+#include "loom/train/callback.h"
 
 namespace loom::train {
 

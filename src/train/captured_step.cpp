@@ -1,9 +1,9 @@
 // CapturedStep: eager warm-up, capture and replay of a training step per input shape.
-#include "train/captured_step.h"
+#include "loom/train/captured_step.h"
 
 #include <utility>
 
-#include "tensor/cuda/graph.h"
+#include "loom/tensor/cuda/graph.h"
 
 namespace loom::train {
 

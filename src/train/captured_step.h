@@ -28,9 +28,9 @@
 #include <memory>
 #include <vector>
 
-#include "nn/module.h"
-#include "optim/optimizer.h"
-#include "train/fit.h"
+#include "loom/nn/module.h"
+#include "loom/optim/optimizer.h"
+#include "loom/train/fit.h"
 
 namespace loom::train {
 

@@ -1,6 +1,6 @@
 // EventFileWriter: hand-encoded tensorflow.Event records in TFRecord framing. Field numbers are
 // those of tensorflow/core/util/event.proto and framework/summary.proto, tensor.proto.
-#include "train/event_file.h"
+#include "loom/train/event_file.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::train {
 

@@ -1,18 +1,18 @@
 // The training loop, evaluation and prediction over DataLoaders.
-#include "train/fit.h"
+#include "loom/train/fit.h"
 
 #include <chrono>
 #include <memory>
 
-#include "distributed/launch.h"
-#include "nn/loss.h"
-#include "nn/models/predict.h"
-#include "ops/ops.h"
-#include "tensor/autograd.h"
-#include "tensor/random.h"
-#include "train/captured_step.h"
-#include "train/progress.h"
-#include "train/ranks.h"
+#include "loom/distributed/launch.h"
+#include "loom/nn/loss.h"
+#include "loom/nn/models/predict.h"
+#include "loom/ops/ops.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/random.h"
+#include "loom/train/captured_step.h"
+#include "loom/train/progress.h"
+#include "loom/train/ranks.h"
 
 namespace loom::train {
 

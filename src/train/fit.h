@@ -11,13 +11,13 @@
 #include <optional>
 #include <vector>
 
-#include "data/data_loader.h"
-#include "distributed/process_group.h"
-#include "io/checkpoint.h"
-#include "nn/module.h"
-#include "optim/optimizer.h"
-#include "train/callback.h"
-#include "train/history.h"
+#include "loom/data/data_loader.h"
+#include "loom/distributed/process_group.h"
+#include "loom/io/checkpoint.h"
+#include "loom/nn/module.h"
+#include "loom/optim/optimizer.h"
+#include "loom/train/callback.h"
+#include "loom/train/history.h"
 
 namespace loom::train {
 

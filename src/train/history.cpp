@@ -1,9 +1,9 @@
 // History: per-epoch metrics and their JSON form.
-#include "train/history.h"
+#include "loom/train/history.h"
 
 #include <nlohmann/json.hpp>
 
-#include "io/checkpoint.h"
+#include "loom/io/checkpoint.h"
 
 namespace loom::train {
 

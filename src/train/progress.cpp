@@ -1,5 +1,5 @@
 // ProgressBar: throttled redraws on a terminal, tenth-of-epoch lines elsewhere.
-#include "train/progress.h"
+#include "loom/train/progress.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "train/history.h"
+#include "loom/train/history.h"
 
 namespace loom::train {
 

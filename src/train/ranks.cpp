@@ -1,7 +1,7 @@
 // Host values across ranks, loader shard checks and the DDP unwrap of ranks.h.
-#include "train/ranks.h"
+#include "loom/train/ranks.h"
 
-#include "distributed/ddp.h"
+#include "loom/distributed/ddp.h"
 
 namespace loom::train {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/data_loader.h"
-#include "distributed/process_group.h"
-#include "nn/module.h"
+#include "loom/data/data_loader.h"
+#include "loom/distributed/process_group.h"
+#include "loom/nn/module.h"
 
 namespace loom::train {
 

@@ -1,9 +1,9 @@
 // TensorBoardLogger: when each scalar is written, and the images/s clock.
-#include "train/tensorboard.h"
+#include "loom/train/tensorboard.h"
 
 #include <sstream>
 
-#include "nn/sequential.h"
+#include "loom/nn/sequential.h"
 
 namespace loom::train {
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "tensor/shape.h"
-#include "train/callback.h"
-#include "train/event_file.h"
+#include "loom/tensor/shape.h"
+#include "loom/train/callback.h"
+#include "loom/train/event_file.h"
 
 namespace loom::train {
 

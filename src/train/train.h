@@ -2,10 +2,10 @@
 // History and the progress display.
 #pragma once
 
-#include "train/callback.h"
-#include "train/callbacks.h"
-#include "train/captured_step.h"
-#include "train/fit.h"
-#include "train/history.h"
-#include "train/progress.h"
-#include "train/tensorboard.h"
+#include "loom/train/callback.h"
+#include "loom/train/callbacks.h"
+#include "loom/train/captured_step.h"
+#include "loom/train/fit.h"
+#include "loom/train/history.h"
+#include "loom/train/progress.h"
+#include "loom/train/tensorboard.h"

@@ -1,8 +1,8 @@
 // The GPU data path against the CPU: the affine-warp kernel on a uint8 batch, and DataLoader
 // delivery to a CUDA device (host augmentation + async upload, and augmentation on the GPU).
-#include "data/augment.h"
-#include "data/data_loader.h"
 #include "data_testing.h"
+#include "loom/data/augment.h"
+#include "loom/data/data_loader.h"
 
 namespace loom::data {
 namespace {

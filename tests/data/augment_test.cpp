@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "data/augment.h"
 #include "data_testing.h"
+#include "loom/data/augment.h"
 
 namespace loom::data {
 namespace {

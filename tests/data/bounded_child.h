@@ -14,7 +14,7 @@
 #include <functional>
 #include <string>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 #include "testing.h"
 
 namespace loom::testing {

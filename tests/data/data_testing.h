@@ -8,7 +8,7 @@
 
 // random_bits.h before testing.h: its unqualified log/sqrt/cos would otherwise find loom::log
 // (ops) first and fail to compile.
-#include "tensor/random_bits.h"
+#include "loom/tensor/random_bits.h"
 #include "testing.h"
 
 namespace loom::data::testing {

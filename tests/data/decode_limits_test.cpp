@@ -9,9 +9,9 @@
 
 #include "bounded_child.h"
 #include "crafted_jpeg.h"
-#include "data/decode.h"
-#include "data/encode.h"
 #include "data_testing.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
 
 namespace loom::data {
 namespace {

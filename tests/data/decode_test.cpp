@@ -2,9 +2,9 @@
 // scaling, PIL-compatible resizing by hand-computed values, and every bad-input case.
 #include <cstring>
 
-#include "data/decode.h"
-#include "data/encode.h"
 #include "data_testing.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
 
 namespace loom::data {
 namespace {

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "bounded_child.h"
-#include "data/encode.h"
-#include "data/fashion_mnist.h"
 #include "data_testing.h"
+#include "loom/data/encode.h"
+#include "loom/data/fashion_mnist.h"
 
 namespace loom::data {
 namespace {

@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "data/decode.h"
-#include "data/encode.h"
 #include "crafted_jpeg.h"
 #include "data_testing.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
 
 namespace loom::data {
 namespace {

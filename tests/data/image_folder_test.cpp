@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "data/encode.h"
-#include "data/image_folder.h"
-#include "data/memory_dataset.h"
 #include "data_testing.h"
+#include "loom/data/encode.h"
+#include "loom/data/image_folder.h"
+#include "loom/data/memory_dataset.h"
 
 namespace loom::data {
 namespace {

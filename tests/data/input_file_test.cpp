@@ -7,11 +7,11 @@
 #include <filesystem>
 
 #include "bounded_child.h"
-#include "data/data_loader.h"
-#include "data/decode.h"
-#include "data/encode.h"
-#include "data/image_folder.h"
 #include "data_testing.h"
+#include "loom/data/data_loader.h"
+#include "loom/data/decode.h"
+#include "loom/data/encode.h"
+#include "loom/data/image_folder.h"
 
 namespace loom::data {
 namespace {

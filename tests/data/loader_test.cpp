@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "data/data_loader.h"
-#include "data/image_folder.h"
 #include "data_testing.h"
+#include "loom/data/data_loader.h"
+#include "loom/data/image_folder.h"
 
 namespace loom::data {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <loom/loom.h>
 
-#include "distributed/distributed.h"
+#include "loom/distributed/distributed.h"
 
 namespace loom::testing {
 

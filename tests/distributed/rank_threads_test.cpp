@@ -6,7 +6,7 @@
 
 #include <mutex>
 
-#include "distributed/distributed.h"
+#include "loom/distributed/distributed.h"
 #include "testing.h"
 
 #if defined(_OPENMP)

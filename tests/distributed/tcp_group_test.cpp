@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "distributed/store_group.h"
-#include "distributed/tcp_store.h"
+#include "loom/distributed/store_group.h"
+#include "loom/distributed/tcp_store.h"
 #include "testing.h"
 #include "worker/collective_checks.h"
 

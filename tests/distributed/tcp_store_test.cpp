@@ -1,7 +1,7 @@
 // TcpStore in one process: rank 0's server and the other ranks' clients on threads. Values,
 // blocking gets, timeouts naming the key, and every failure ending in an error, never a hang:
 // a rank that drops without a goodbye, rank 0 going away, nothing listening, a bad address.
-#include "distributed/tcp_store.h"
+#include "loom/distributed/tcp_store.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

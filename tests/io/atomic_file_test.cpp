@@ -2,7 +2,7 @@
 // naming the path within 2 s and 512 MB), and write_file_atomically's housekeeping: the stale
 // temporaries of killed writers are swept, and a second writer of the same target is refused
 // with an error naming the first, leaving the file intact.
-#include "io/atomic_file.h"
+#include "loom/io/atomic_file.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,7 +13,7 @@
 #include <filesystem>
 
 #include "data/bounded_child.h"
-#include "io/safetensors.h"
+#include "loom/io/safetensors.h"
 #include "testing.h"
 
 namespace loom {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/checkpoint.h"
+#include "loom/io/checkpoint.h"
 #include "testing.h"
 
 namespace loom {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crafted_files.h"
-#include "io/checkpoint.h"
+#include "loom/io/checkpoint.h"
 
 namespace loom {
 namespace {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crafted_files.h"
-#include "io/model_file.h"
+#include "loom/io/model_file.h"
 
 namespace loom {
 namespace {

@@ -1,6 +1,6 @@
 // Model files and checkpoints: a saved model rebuilds with no code and predicts the same; a
 // checkpoint restores optimizer and generator; every bad file names itself and its problem.
-#include "io/model_file.h"
+#include "loom/io/model_file.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/checkpoint.h"
+#include "loom/io/checkpoint.h"
 #include "testing.h"
 
 namespace loom {

@@ -1,5 +1,5 @@
 // safetensors: round trips, the exact byte layout, and every malformed-file error.
-#include "io/safetensors.h"
+#include "loom/io/safetensors.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/atomic_file.h"
+#include "loom/io/atomic_file.h"
 #include "testing.h"
 
 namespace loom {

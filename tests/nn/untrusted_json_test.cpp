@@ -1,6 +1,6 @@
 // The one parser for JSON from files (nn/untrusted_json.h): depth limit, duplicate keys within
 // one object only, short excerpts, and member reads that refuse what nlohmann would convert.
-#include "nn/untrusted_json.h"
+#include "loom/nn/untrusted_json.h"
 
 #include "testing.h"
 

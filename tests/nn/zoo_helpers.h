@@ -1,7 +1,7 @@
 // Helpers shared by the CPU and GPU zoo tests: generated data and the memorisation loop.
 #pragma once
 
-#include "optim/adam.h"
+#include "loom/optim/adam.h"
 #include "testing.h"
 
 namespace loom::nn::testing_zoo {

@@ -5,8 +5,8 @@
 #include <limits>
 #include <random>
 
+#include "loom/ops/pool_backend.h"
 #include "max_pool_reference.h"
-#include "ops/pool_kernels.h"
 #include "testing.h"
 
 namespace loom {

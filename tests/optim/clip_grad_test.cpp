@@ -2,7 +2,7 @@
 // untouched gradients when it does not, mixed dtypes, expanded gradients, and the errors.
 #include <cmath>
 
-#include "optim/optim.h"
+#include "loom/optim/optim.h"
 #include "testing.h"
 
 namespace loom {

@@ -2,7 +2,7 @@
 // groups, wrapping a schedule in a warmup, resuming, the linear scaling rule, and the errors.
 #include <cmath>
 
-#include "optim/optim.h"
+#include "loom/optim/optim.h"
 #include "testing.h"
 
 namespace loom {

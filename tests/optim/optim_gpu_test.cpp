@@ -3,7 +3,7 @@
 // few launches, and checkpoints moving between devices.
 #include <functional>
 
-#include "optim/optim.h"
+#include "loom/optim/optim.h"
 #include "testing.h"
 
 namespace loom {

@@ -3,7 +3,7 @@
 // skipped parameters, zero_grad, and every option and parameter error.
 #include <cmath>
 
-#include "optim/optim.h"
+#include "loom/optim/optim.h"
 #include "testing.h"
 
 namespace loom {

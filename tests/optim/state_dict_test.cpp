@@ -3,7 +3,7 @@
 // the optimizer unchanged).
 #include <functional>
 
-#include "optim/optim.h"
+#include "loom/optim/optim.h"
 #include "testing.h"
 
 namespace loom {

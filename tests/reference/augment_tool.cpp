@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "data/augment.h"
-#include "io/safetensors.h"
+#include "loom/data/augment.h"
+#include "loom/io/safetensors.h"
 
 int main(int argc, char** argv) try {
   if (argc != 3) throw loom::Error("usage: augment_tool IN OUT");

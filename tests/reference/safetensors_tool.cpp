@@ -5,7 +5,7 @@
 
 #include <loom/loom.h>
 
-#include "io/safetensors.h"
+#include "loom/io/safetensors.h"
 
 int main(int argc, char** argv) try {
   if (argc != 3) throw loom::Error("usage: safetensors_tool write|dump PATH");

@@ -1,5 +1,5 @@
 // The autograd engine, exercised through the core's own differentiable views and copies.
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 #include "testing.h"
 
 namespace loom {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "bf16_reference.h"
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 #include "testing.h"
 
 namespace loom {

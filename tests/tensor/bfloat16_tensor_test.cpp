@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "bf16_reference.h"
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 #include "testing.h"
 
 namespace loom {

@@ -3,7 +3,7 @@
 // is a loom::Error that leaves the thread's stream and allocator as they were.
 #include <loom/loom.h>
 
-#include "tensor/cuda/graph.h"
+#include "loom/tensor/cuda/graph.h"
 #include "testing.h"
 
 namespace loom {

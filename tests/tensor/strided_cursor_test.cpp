@@ -3,8 +3,8 @@
 // tensors large enough to be split over threads mid-row.
 #include <random>
 
-#include "tensor/primitives.h"
-#include "tensor/strided_cursor.h"
+#include "loom/tensor/primitives.h"
+#include "loom/tensor/strided_cursor.h"
 #include "testing.h"
 
 namespace loom {

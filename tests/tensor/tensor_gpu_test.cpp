@@ -2,7 +2,7 @@
 // numbers, the caching allocator's reuse and statistics, out-of-memory errors, streams.
 #include <thread>
 
-#include "tensor/primitives.h"
+#include "loom/tensor/primitives.h"
 #include "testing.h"
 
 namespace loom {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cuda/launchers.h"
-#include "tensor/cuda/check.h"
+#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {

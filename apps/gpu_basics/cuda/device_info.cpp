@@ -5,7 +5,7 @@
 #include <nccl.h>
 
 #include "cuda/launchers.h"
-#include "tensor/cuda/check.h"
+#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {

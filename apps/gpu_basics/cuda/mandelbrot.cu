@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/launchers.h"
-#include "tensor/cuda/check.h"
+#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {

@@ -2,10 +2,10 @@
 // device, the same per-pixel formula as the CPU (augment_kernel.h), float NCHW out.
 #include <algorithm>
 
-#include "data/augment.h"
-#include "data/augment_kernel.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/data/augment.h"
+#include "loom/data/augment_kernel.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::data::detail {
 

@@ -1,11 +1,11 @@
 // DeviceTransfer and pinned memory with the CUDA runtime.
-#include "data/transfer.h"
+#include "loom/data/transfer.h"
 
 #include <cuda_runtime.h>
 
-#include "data/host_buffer.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/data/host_buffer.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::data {
 

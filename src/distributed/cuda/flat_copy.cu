@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "distributed/flat_copy.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/distributed/flat_copy.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::dist {
 

@@ -1,5 +1,5 @@
 // The NCCL backend of nccl_group.h.
-#include "distributed/nccl_group.h"
+#include "loom/distributed/nccl_group.h"
 
 #include <nccl.h>
 
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <thread>
 
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
 
 #define LOOM_NCCL_CHECK(call) LOOM_LIBRARY_CHECK("NCCL", call, ncclSuccess, ncclGetErrorString)
 

@@ -1,9 +1,9 @@
 // reduce_buffers_cuda: the rank-order fold of reduce_buffers.h as one kernel per eight ranks.
-#include "distributed/reduce_buffers.h"
+#include "loom/distributed/reduce_buffers.h"
 
 #include <algorithm>
 
-#include "tensor/cuda/check.h"
+#include "loom/tensor/cuda/check.h"
 
 namespace loom::dist {
 

@@ -1,9 +1,9 @@
 // The mapping of loom's collectives, dtypes and reductions onto MPI's built-in ones.
-#include "distributed/mpi/mpi_collective.h"
+#include "loom/distributed/mpi/mpi_collective.h"
 
 #include <climits>
 
-#include "distributed/mpi/mpi_runtime.h"
+#include "loom/distributed/mpi/mpi_runtime.h"
 
 namespace loom::dist::mpi {
 

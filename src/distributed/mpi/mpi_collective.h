@@ -5,8 +5,8 @@
 
 #include <mpi.h>
 
-#include "distributed/work.h"
-#include "tensor/tensor.h"
+#include "loom/distributed/work.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::dist::mpi {
 

@@ -1,8 +1,8 @@
 // MpiGroup: the ProcessGroup side of the MPI backend; the worker (mpi_worker.h) does the MPI.
-#include "distributed/mpi/mpi_group.h"
+#include "loom/distributed/mpi/mpi_group.h"
 
-#include "distributed/mpi/mpi_runtime.h"
-#include "distributed/mpi/mpi_worker.h"
+#include "loom/distributed/mpi/mpi_runtime.h"
+#include "loom/distributed/mpi/mpi_worker.h"
 
 namespace loom::dist {
 

@@ -2,7 +2,7 @@
 // its own duplicate of MPI_COMM_WORLD. Needs no MPI headers; a build without MPI throws.
 #pragma once
 
-#include "distributed/process_group.h"
+#include "loom/distributed/process_group.h"
 
 namespace loom::dist {
 

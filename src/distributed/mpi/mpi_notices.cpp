@@ -1,10 +1,10 @@
 // Abort notices: one posted receive per group, eager sends that complete locally.
-#include "distributed/mpi/mpi_notices.h"
+#include "loom/distributed/mpi/mpi_notices.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "distributed/mpi/mpi_runtime.h"
+#include "loom/distributed/mpi/mpi_runtime.h"
 
 namespace loom::dist::mpi {
 

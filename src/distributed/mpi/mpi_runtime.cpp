@@ -1,6 +1,6 @@
 // MPI's process-wide state as loom sees it: who initialised it, the call mutex, the workers
 // the exit handler must stop, and the buffers of abandoned collectives.
-#include "distributed/mpi/mpi_runtime.h"
+#include "loom/distributed/mpi/mpi_runtime.h"
 
 #include <algorithm>
 #include <cstdio>

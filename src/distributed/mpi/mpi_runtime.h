@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::dist::mpi {
 

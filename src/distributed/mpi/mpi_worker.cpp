@@ -1,9 +1,9 @@
 // The MPI group's worker thread: the communicator, the queue, and polling each collective.
-#include "distributed/mpi/mpi_worker.h"
+#include "loom/distributed/mpi/mpi_worker.h"
 
 #include <cstdio>
 
-#include "distributed/mpi/mpi_collective.h"
+#include "loom/distributed/mpi/mpi_collective.h"
 
 namespace loom::dist::mpi {
 

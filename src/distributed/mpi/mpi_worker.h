@@ -27,10 +27,10 @@
 #include <string>
 #include <thread>
 
-#include "distributed/mpi/mpi_notices.h"
-#include "distributed/mpi/mpi_runtime.h"
-#include "distributed/work.h"
-#include "tensor/tensor.h"
+#include "loom/distributed/mpi/mpi_notices.h"
+#include "loom/distributed/mpi/mpi_runtime.h"
+#include "loom/distributed/work.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::dist::mpi {
 

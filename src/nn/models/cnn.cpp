@@ -1,10 +1,10 @@
 // seed_cnn and classic_cnn as Sequential models (their specs rebuild them without this code).
-#include "nn/models/cnn.h"
+#include "loom/nn/models/cnn.h"
 
-#include "nn/activation.h"
-#include "nn/conv.h"
-#include "nn/linear.h"
-#include "nn/pooling.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/linear.h"
+#include "loom/nn/pooling.h"
 
 namespace loom::nn {
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "nn/sequential.h"
+#include "loom/nn/sequential.h"
 
 namespace loom::nn {
 

@@ -1,8 +1,9 @@
 // predict(): eval-mode forward, then the head's probability function.
-#include "nn/models/predict.h"
+#include "loom/nn/models/predict.h"
 
-#include "ops/activation.h"
-#include "tensor/autograd.h"
+#include "loom/ops/activation.h"
+#include "loom/ops/softmax.h"
+#include "loom/tensor/autograd.h"
 
 namespace loom::nn {
 

@@ -3,7 +3,7 @@
 // into probabilities: sigmoid for a binary head [N, 1], softmax over classes for [N, K].
 #pragma once
 
-#include "nn/module.h"
+#include "loom/nn/module.h"
 
 namespace loom::nn {
 

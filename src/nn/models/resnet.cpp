@@ -1,14 +1,14 @@
 // ResNet-18: BasicBlock and the stage layout.
-#include "nn/models/resnet.h"
+#include "loom/nn/models/resnet.h"
 
 #include <nlohmann/json.hpp>
 
-#include "nn/activation.h"
-#include "nn/linear.h"
-#include "nn/pooling.h"
-#include "nn/untrusted_json.h"
-#include "ops/activation.h"
-#include "ops/elementwise.h"
+#include "loom/nn/activation.h"
+#include "loom/nn/linear.h"
+#include "loom/nn/pooling.h"
+#include "loom/nn/untrusted_json.h"
+#include "loom/ops/activation.h"
+#include "loom/ops/elementwise.h"
 
 namespace loom::nn {
 

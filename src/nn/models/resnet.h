@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/batch_norm.h"
-#include "nn/conv.h"
-#include "nn/sequential.h"
+#include "loom/nn/batch_norm.h"
+#include "loom/nn/conv.h"
+#include "loom/nn/sequential.h"
 
 namespace loom::nn {
 

@@ -1,9 +1,9 @@
 // batch_norm on the CPU: per-channel sums (one thread per channel, in double) and elementwise
-// passes, using the shared rules of batch_norm_kernels.h.
+// passes, using the shared rules of batch_norm_math.h.
 #include <vector>
 
-#include "ops/batch_norm_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/batch_norm_backend.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

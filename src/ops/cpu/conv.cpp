@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
-#include "ops/conv_kernels.h"
-#include "ops/cpu/eigen.h"
-#include "tensor/parallel.h"
+#include "loom/ops/conv_backend.h"
+#include "loom/ops/cpu/eigen.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

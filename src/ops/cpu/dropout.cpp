@@ -1,6 +1,6 @@
 // dropout's mask application on the CPU.
-#include "ops/dropout_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/dropout_backend.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

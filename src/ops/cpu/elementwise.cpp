@@ -3,9 +3,9 @@
 // the coalesced shape (e.g. [N, F] + [F] as runs of F), with no division per element.
 #include <utility>
 
-#include "ops/kernels/elementwise_launch.h"
-#include "tensor/parallel.h"
-#include "tensor/strided_cursor.h"
+#include "loom/ops/elementwise_backend.h"
+#include "loom/tensor/parallel.h"
+#include "loom/tensor/strided_cursor.h"
 
 namespace loom::detail {
 

@@ -1,5 +1,5 @@
 // CPU one_hot: every index is checked against the class count before anything is written.
-#include "ops/one_hot_kernels.h"
+#include "loom/ops/one_hot_backend.h"
 
 namespace loom::detail {
 

@@ -1,12 +1,12 @@
 // Pooling on the CPU: one thread per group of planes. Forward outputs use the shared rules in
-// pool_kernels.h (max pooling with its windows tabulated per call); max pooling's backward
+// pool_math.h (max pooling with its windows tabulated per call); max pooling's backward
 // scatters each output's gradient to the pixel its saved offset names (one pass over the
 // outputs), average pooling's gathers by the shared rule.
 #include <algorithm>
 #include <vector>
 
-#include "ops/pool_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/pool_backend.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

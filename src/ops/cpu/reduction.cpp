@@ -4,9 +4,9 @@
 #include <limits>
 #include <vector>
 
-#include "ops/reduce_ops.h"
-#include "ops/row_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/reduction_backend.h"
+#include "loom/ops/reduction_math.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/row_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/softmax_backend.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

@@ -1,14 +1,14 @@
 // batch_norm on CUDA: per-channel sums by channel_reduce.cuh (chunks of each channel reduced
 // in double by separate blocks, then combined in a fixed order: deterministic, and the GPU is
 // filled even for 64 channels), elementwise kernels for the rest, all by the shared rules of
-// batch_norm_kernels.h. Each sum pass fuses both of its terms (sum x and sum x^2; sum dy and
+// batch_norm_math.h. Each sum pass fuses both of its terms (sum x and sum x^2; sum dy and
 // sum dy * (x - mean)) into one read of the data.
 #include <limits>
 
-#include "ops/batch_norm_kernels.h"
-#include "ops/cuda/channel_reduce.cuh"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/batch_norm_backend.h"
+#include "loom/ops/cuda/channel_reduce.cuh"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

@@ -1,12 +1,12 @@
 // Lazily created cuBLAS handles per (thread, device); see blas_handle.h.
-#include "ops/cuda/blas_handle.h"
+#include "loom/ops/cuda/blas_handle.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::cuda {
 

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "ops/cuda/row_launch.cuh"
-#include "tensor/cuda/check.h"
-#include "tensor/tensor.h"
+#include "loom/ops/cuda/row_launch.cuh"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
 

@@ -11,12 +11,12 @@
 #include <mutex>
 #include <type_traits>
 
-#include "ops/conv.h"
-#include "ops/conv_kernels.h"
-#include "ops/cuda/channel_reduce.cuh"
-#include "ops/cuda/cudnn_handle.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/conv.h"
+#include "loom/ops/conv_backend.h"
+#include "loom/ops/cuda/channel_reduce.cuh"
+#include "loom/ops/cuda/cudnn_handle.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

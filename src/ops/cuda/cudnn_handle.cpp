@@ -1,9 +1,9 @@
 // cuDNN handles per (thread, device) and the RAII descriptors of cudnn_handle.h.
-#include "ops/cuda/cudnn_handle.h"
+#include "loom/ops/cuda/cudnn_handle.h"
 
 #include <unordered_map>
 
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::cuda {
 

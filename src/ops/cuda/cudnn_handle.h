@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "tensor/cuda/check.h"
-#include "tensor/dtype.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/dtype.h"
 
 #define LOOM_CUDNN_CHECK(call) LOOM_LIBRARY_CHECK("cuDNN", call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 

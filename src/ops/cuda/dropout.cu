@@ -1,7 +1,7 @@
 // dropout's mask application on CUDA (the draws come from loom::rand, as on the CPU).
-#include "ops/dropout_kernels.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/dropout_backend.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

@@ -1,15 +1,15 @@
 // The CUDA kernel of every elementwise op: a grid-stride loop over the output on the current
 // stream of the output's device. Dense operands index directly; broadcast or strided ones go
-// through a StridedIndexer (see ops/kernels/elementwise_launch.h). Each thread computes kUnroll
+// through a StridedIndexer (see ops/elementwise_backend.h). Each thread computes kUnroll
 // elements (a block-width apart, so accesses stay coalesced) before storing any, which keeps
 // several loads in flight per thread; the loop counts in 32 bits when the size allows.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
-#include "ops/kernels/elementwise_launch.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/elementwise_backend.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

@@ -2,9 +2,9 @@
 // it meets in a two-word flag, and the host reads that flag once after the launch. Reading it
 // waits for the stream, the price of reporting a bad label as an error instead of writing out of
 // bounds; one_hot is used on label batches, not inside a training step's hot loop.
-#include "ops/one_hot_kernels.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/one_hot_backend.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

@@ -1,4 +1,4 @@
-// Pooling on CUDA, by the shared rules of pool_kernels.h. Forward: one thread per output (max
+// Pooling on CUDA, by the shared rules of pool_math.h. Forward: one thread per output (max
 // pooling writes its winner's window offset, one byte for the usual kernels). Backward of max
 // pooling whose windows cannot overlap (stride >= kernel on both axes, the common 2x2/2 case):
 // one thread per output writes every input pixel of its cell (its window and the gap up to the
@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "ops/pool_kernels.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/pool_backend.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

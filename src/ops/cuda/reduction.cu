@@ -1,9 +1,9 @@
 // CUDA row reductions. A warp reduces each short row, a block each long one; when there are
 // too few rows to fill the GPU (a full-tensor sum) each row is cut into chunks reduced by
 // separate blocks into partial results, which a second pass combines.
-#include "ops/cuda/row_launch.cuh"
-#include "ops/row_kernels.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/cuda/row_launch.cuh"
+#include "loom/ops/reduction_backend.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

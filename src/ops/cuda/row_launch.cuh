@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ops/reduce_ops.h"
-#include "tensor/cuda/check.h"
+#include "loom/ops/reduction_math.h"
+#include "loom/tensor/cuda/check.h"
 
 namespace loom::detail {
 

@@ -2,9 +2,9 @@
 // per row finds the row maximum, sums exp(x - max), then writes the normalised row.
 #include <cmath>
 
-#include "ops/cuda/row_launch.cuh"
-#include "ops/row_kernels.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/cuda/row_launch.cuh"
+#include "loom/ops/softmax_backend.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

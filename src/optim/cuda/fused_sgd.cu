@@ -1,8 +1,8 @@
 // Fused SGD on CUDA: one multi-tensor launch updates the params (and momentum buffers) of many
 // tensors with the element rule of update_math.h.
-#include "optim/cuda/multi_tensor.cuh"
-#include "optim/update_math.h"
-#include "tensor/dtype.h"
+#include "loom/optim/cuda/multi_tensor.cuh"
+#include "loom/optim/update_math.h"
+#include "loom/tensor/dtype.h"
 
 namespace loom::optim::detail {
 

@@ -1,7 +1,7 @@
 // The CUDA half of gradient clipping: a fused sum of squares over many tensors (per-block
 // reduction, one double atomicAdd per block) and a fused in-place scale.
-#include "optim/cuda/multi_tensor.cuh"
-#include "tensor/dtype.h"
+#include "loom/optim/cuda/multi_tensor.cuh"
+#include "loom/tensor/dtype.h"
 
 namespace loom::optim::detail {
 

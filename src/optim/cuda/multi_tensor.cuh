@@ -8,10 +8,10 @@
 #include <array>
 #include <vector>
 
-#include "optim/fused_update.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/optim/fused_update.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::optim::detail {
 

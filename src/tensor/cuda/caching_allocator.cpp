@@ -1,5 +1,5 @@
 // The CUDA caching allocator (see caching_allocator.h for the policy).
-#include "tensor/cuda/caching_allocator.h"
+#include "loom/tensor/cuda/caching_allocator.h"
 
 #include <cuda_runtime.h>
 
@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/device.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/device.h"
 
 namespace loom::cuda {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::cuda {
 

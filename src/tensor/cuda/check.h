@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "tensor/error.h"
+#include "loom/tensor/error.h"
 
 namespace loom::cuda::detail {
 [[noreturn]] void throw_cuda_error(const char* library, const char* call, const char* message,

@@ -1,13 +1,13 @@
 // CUDA graph capture and replay, the capture's private memory pool, and replay constants (see
 // graph.h).
-#include "tensor/cuda/graph.h"
+#include "loom/tensor/cuda/graph.h"
 
 #include <cuda_runtime.h>
 
 #include <cstring>
 
-#include "tensor/cuda/check.h"
-#include "tensor/device.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/device.h"
 
 namespace loom::cuda {
 

@@ -18,8 +18,8 @@
 #include <functional>
 #include <vector>
 
-#include "tensor/cuda/caching_allocator.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/caching_allocator.h"
+#include "loom/tensor/cuda/runtime.h"
 
 struct CUgraph_st;
 struct CUgraphExec_st;

@@ -4,12 +4,12 @@
 // the strided indexer's divisions, with 16-byte accesses for aligned float data.
 #include <cstdint>
 
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/cuda/runtime.h"
-#include "tensor/primitives.h"
-#include "tensor/random_bits.h"
-#include "tensor/strided_index.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/primitives.h"
+#include "loom/tensor/random_bits.h"
+#include "loom/tensor/strided_index.h"
 
 namespace loom::detail {
 

@@ -1,6 +1,6 @@
 // Current device and stream (thread-local), the per-device compute streams, and the error path
 // of the check macros.
-#include "tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/runtime.h"
 
 #include <cuda_runtime.h>
 
@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/graph.h"
-#include "tensor/device.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/device.h"
 
 namespace loom {
 

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "distributed/collective_cases.h"
-#include "distributed/mpi/mpi_group.h"
+#include "loom/distributed/mpi/mpi_group.h"
 #include "testing.h"
 
 namespace loom::testing {

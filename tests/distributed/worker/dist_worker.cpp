@@ -20,7 +20,7 @@
 #include <string>
 
 #include "collective_checks.h"
-#include "distributed/launch.h"
+#include "loom/distributed/launch.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "distributed/mpi/mpi_group.h"
+#include "loom/distributed/mpi/mpi_group.h"
 
 int main() {
   loom::dist::GroupOptions options;

@@ -4,9 +4,9 @@
 // (or columns) per thread, each a single-threaded Eigen product over sub-blocks of the maps.
 #include <algorithm>
 
-#include "ops/cpu/eigen.h"
-#include "ops/linalg_kernels.h"
-#include "tensor/parallel.h"
+#include "loom/ops/cpu/eigen.h"
+#include "loom/ops/linalg_backend.h"
+#include "loom/tensor/parallel.h"
 
 namespace loom::detail {
 

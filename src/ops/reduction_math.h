@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tensor/dtype.h"
-#include "tensor/host_device.h"
+#include "loom/tensor/dtype.h"
+#include "loom/tensor/host_device.h"
 
 namespace loom::detail {
 

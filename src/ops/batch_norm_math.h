@@ -1,13 +1,13 @@
-// Internal: batch norm's per-channel and per-element rules shared by the CPU loops and the
-// CUDA kernels, and the backend entry points. x is viewed as [n, c, inner]; per-channel
-// tensors (mean, invstd, weight, bias, running stats) have x's dtype; sums run in double.
+// Internal: batch norm's per-channel and per-element rules, compiled into both the CPU loops
+// (cpu/batch_norm.cpp) and the CUDA kernels (cuda/batch_norm.cu). x is viewed as
+// [n, c, inner]; per-channel tensors (mean, invstd, weight, bias, running stats) have x's dtype;
+// sums run in double.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "tensor/strided_index.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/host_device.h"
 
 namespace loom::detail {
 
@@ -69,34 +69,5 @@ LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<T>& ch, int64_t c, T x, T d
   }
   return static_cast<T>(w * invstd * g);
 }
-
-// Fills mean/invstd (and updates the running stats) from the batch.
-void cpu_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                          const Tensor& invstd, const Tensor& running_mean,
-                          const Tensor& running_var, double momentum, double eps);
-// mean = running_mean, invstd = 1 / sqrt(running_var + eps).
-void cpu_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
-                               const Tensor& mean, const Tensor& invstd);
-void cpu_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                          const Tensor& invstd, const Tensor& weight, const Tensor& bias,
-                          const Tensor& out);
-// Fills whichever of grad_input, grad_weight, grad_bias is defined.
-void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
-                             const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                             bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                             const Tensor& grad_bias);
-
-void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& running_mean,
-                           const Tensor& running_var, double momentum, double eps);
-void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
-                                const Tensor& mean, const Tensor& invstd);
-void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
-                           const Tensor& out);
-void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
-                              const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                              bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                              const Tensor& grad_bias);
 
 }  // namespace loom::detail

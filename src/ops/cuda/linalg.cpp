@@ -3,10 +3,10 @@
 // so the row-major C = A B is computed as C^T = B^T A^T.
 #include <climits>
 
-#include "ops/cuda/blas_handle.h"
-#include "ops/linalg_kernels.h"
-#include "tensor/cuda/check.h"
-#include "tensor/cuda/runtime.h"
+#include "loom/ops/cuda/blas_handle.h"
+#include "loom/ops/linalg_backend.h"
+#include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 

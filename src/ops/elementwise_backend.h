@@ -1,5 +1,8 @@
-// What the CPU and CUDA elementwise backends share: picking the functor for an op and dtype
-// (visit_elementwise), and binding tensors to operands, dense or broadcast/strided
+// The elementwise family's backend: the op enum (one entry per functor of elementwise_math.h),
+// run_elementwise (defined in elementwise.cpp, the one place an elementwise op checks devices
+// and shapes, allocates and picks a device), the two backends' entry points
+// (cpu/elementwise.cpp, cuda/elementwise.cu) and what they share: picking the functor for an op
+// and dtype (visit_elementwise) and binding tensors to operands, dense or broadcast/strided
 // (bind_operands). A backend supplies only its loop: run(f, out, n, operands...) must compute
 // out[i] = f(operands[i]...) for i in [0, n).
 #pragma once
@@ -8,10 +11,33 @@
 #include <utility>
 #include <vector>
 
-#include "ops/kernels/elementwise_kernels.h"
-#include "tensor/strided_index.h"
+#include "loom/ops/elementwise_math.h"
+#include "loom/tensor/strided_index.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
+
+#define LOOM_ELEMENTWISE_ENUM_ENTRY(functor, dtypes) functor,
+enum class ElementwiseOp { LOOM_ELEMENTWISE_OPS(LOOM_ELEMENTWISE_ENUM_ENTRY) };
+#undef LOOM_ELEMENTWISE_ENUM_ENTRY
+
+// Runs `op` over `inputs` broadcast together (NumPy rules) into a new contiguous tensor of
+// `out_dtype` on the inputs' common device. `name` is the public op's name for error messages.
+// The functor's element type is taken from the last input (the value operand for every op).
+// Dtype rules are the caller's to check; devices and shapes are checked here.
+Tensor run_elementwise(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,
+                       DType out_dtype, const OpParams& params = {});
+
+// run_elementwise for maths: every input must share the first one's dtype, float32, float64 or
+// bfloat16 (computed in float32), and the output has that dtype too.
+Tensor run_floating(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,
+                    const OpParams& params = {});
+
+// The backends: `out` is contiguous with the broadcast shape and at least one element.
+void cpu_elementwise(ElementwiseOp op, const char* name, const Tensor& out,
+                     const std::vector<Tensor>& inputs, const OpParams& params);
+void cuda_elementwise(ElementwiseOp op, const char* name, const Tensor& out,
+                      const std::vector<Tensor>& inputs, const OpParams& params);
 
 // An input laid out exactly like the output: element i is data[i].
 template <typename T>
@@ -101,55 +127,11 @@ void on_all(DType dtype, const char* name, const OpParams& p, Visitor& visit) {
 template <typename Visitor>
 void visit_elementwise(ElementwiseOp op, DType dtype, const char* name, const OpParams& p,
                        Visitor& v) {
-  using Op = ElementwiseOp;
-  // clang-format off
-  switch (op) {
-    case Op::Neg: return on_floating<Neg>(dtype, name, p, v);
-    case Op::Exp: return on_floating<Exp>(dtype, name, p, v);
-    case Op::Log: return on_floating<Log>(dtype, name, p, v);
-    case Op::Sqrt: return on_floating<Sqrt>(dtype, name, p, v);
-    case Op::Abs: return on_floating<Abs>(dtype, name, p, v);
-    case Op::Relu: return on_floating<Relu>(dtype, name, p, v);
-    case Op::LeakyRelu: return on_floating<LeakyRelu>(dtype, name, p, v);
-    case Op::Sigmoid: return on_floating<Sigmoid>(dtype, name, p, v);
-    case Op::Tanh: return on_floating<Tanh>(dtype, name, p, v);
-    case Op::Clamp: return on_floating<Clamp>(dtype, name, p, v);
-    case Op::PowScalar: return on_floating<PowScalar>(dtype, name, p, v);
-    case Op::AddScalar: return on_floating<AddScalar>(dtype, name, p, v);
-    case Op::MulScalar: return on_floating<MulScalar>(dtype, name, p, v);
-    case Op::DivScalar: return on_floating<DivScalar>(dtype, name, p, v);
-    case Op::RDivScalar: return on_floating<RDivScalar>(dtype, name, p, v);
-    case Op::EqScalar: return on_all<EqScalar>(dtype, name, p, v);
-    case Op::LtScalar: return on_all<LtScalar>(dtype, name, p, v);
-    case Op::LeScalar: return on_all<LeScalar>(dtype, name, p, v);
-    case Op::GtScalar: return on_all<GtScalar>(dtype, name, p, v);
-    case Op::GeScalar: return on_all<GeScalar>(dtype, name, p, v);
-    case Op::Add: return on_floating<Add>(dtype, name, p, v);
-    case Op::Sub: return on_floating<Sub>(dtype, name, p, v);
-    case Op::Mul: return on_floating<Mul>(dtype, name, p, v);
-    case Op::Div: return on_floating<Div>(dtype, name, p, v);
-    case Op::Maximum: return on_floating<Maximum>(dtype, name, p, v);
-    case Op::Minimum: return on_floating<Minimum>(dtype, name, p, v);
-    case Op::Pow: return on_floating<Pow>(dtype, name, p, v);
-    case Op::BceWithLogits: return on_floating<BceWithLogits>(dtype, name, p, v);
-    case Op::Eq: return on_all<Eq>(dtype, name, p, v);
-    case Op::Ne: return on_all<Ne>(dtype, name, p, v);
-    case Op::Lt: return on_all<Lt>(dtype, name, p, v);
-    case Op::Le: return on_all<Le>(dtype, name, p, v);
-    case Op::Gt: return on_all<Gt>(dtype, name, p, v);
-    case Op::Ge: return on_all<Ge>(dtype, name, p, v);
-    case Op::Where: return on_all<Where>(dtype, name, p, v);
-    case Op::ReluBackward: return on_floating<ReluBackward>(dtype, name, p, v);
-    case Op::LeakyReluBackward: return on_floating<LeakyReluBackward>(dtype, name, p, v);
-    case Op::SigmoidBackward: return on_floating<SigmoidBackward>(dtype, name, p, v);
-    case Op::TanhBackward: return on_floating<TanhBackward>(dtype, name, p, v);
-    case Op::AbsBackward: return on_floating<AbsBackward>(dtype, name, p, v);
-    case Op::ClampBackward: return on_floating<ClampBackward>(dtype, name, p, v);
-    case Op::MaximumBackward: return on_floating<MaximumBackward>(dtype, name, p, v);
-    case Op::MinimumBackward: return on_floating<MinimumBackward>(dtype, name, p, v);
-    case Op::BceWithLogitsBackward: return on_floating<BceWithLogitsBackward>(dtype, name, p, v);
-  }
-  // clang-format on
+#define LOOM_ELEMENTWISE_CASE(functor, dtypes) \
+  case ElementwiseOp::functor:                 \
+    return on_##dtypes<functor>(dtype, name, p, v);
+  switch (op) { LOOM_ELEMENTWISE_OPS(LOOM_ELEMENTWISE_CASE) }
+#undef LOOM_ELEMENTWISE_CASE
   LOOM_ASSERT(false, "visit_elementwise: unknown op ", static_cast<int>(op));
 }
 

@@ -1,10 +1,11 @@
-// Device kernels of the matrix products: out[b] = a[b] @ b[b] for a batch of matrices whose
-// layouts the BLAS reads directly (row-major, or column-major = a plain transpose).
+// Internal: the matrix products' backend entry points, called by linalg.cpp and implemented by
+// cpu/linalg.cpp (Eigen) and cuda/linalg.cpp (cuBLAS): out[b] = a[b] @ b[b] for a batch of
+// matrices whose layouts the BLAS reads directly (row-major, or column-major = a transpose).
 #pragma once
 
 #include <cstdint>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
 

@@ -1,10 +1,11 @@
-// Device kernels of one_hot: out (contiguous, zero-filled, [n, classes]) gets a 1 at
+// Internal: one_hot's backend entry points, called by one_hot.cpp and implemented by
+// cpu/one_hot.cpp and cuda/one_hot.cu: out (contiguous, zero-filled, [n, classes]) gets a 1 at
 // (i, indices[i]) for each of the n indices (contiguous int64 or int32).
 #pragma once
 
 #include <cstdint>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
 

@@ -1,10 +1,11 @@
-// The device kernels behind reductions and softmax. Both work on a contiguous [rows, R] input
-// along R; reduction.cpp and softmax.cpp move the dims into that layout and record autograd.
+// Internal: the reductions' backend entry points, called by reduction.cpp (which moves the
+// reduced dims last, into a contiguous [rows, length] input) and implemented by
+// cpu/reduction.cpp and cuda/reduction.cu (combine rules: reduction_math.h).
 #pragma once
 
 #include <cstdint>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
 
@@ -23,9 +24,5 @@ struct RowReduction {
 
 void cpu_reduce_rows(const Tensor& in, int64_t rows, int64_t length, const RowReduction& r);
 void cuda_reduce_rows(const Tensor& in, int64_t rows, int64_t length, const RowReduction& r);
-
-// out = softmax (or log_softmax when `log`) of each row; in and out contiguous, same dtype.
-void cpu_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_t length, bool log);
-void cuda_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_t length, bool log);
 
 }  // namespace loom::detail

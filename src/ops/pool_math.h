@@ -1,14 +1,15 @@
-// Internal: pooling windows and the per-element rules shared by the CPU loops and the CUDA
-// kernels (so both backends compute each output the same way), and the backend entry points.
-// Max pooling saves each winner as its offset inside the kernel window (uint8 for windows of
-// up to 255 taps); backward turns the offset back into an input position. Average pooling's
-// backward gathers from the outputs whose window holds an input pixel.
+// Internal: pooling windows and the per-element rules, compiled into both the CPU loops
+// (cpu/pool.cpp) and the CUDA kernels (cuda/pool.cu), so both backends compute each output the
+// same way. Max pooling saves each winner as its offset inside the kernel window (uint8 for
+// windows of up to 255 taps); backward turns the offset back into an input position. Average
+// pooling's backward gathers from the outputs whose window holds an input pixel.
 #pragma once
 
 #include <cstdint>
 
-#include "tensor/strided_index.h"
-#include "tensor/tensor.h"
+#include "loom/tensor/dtype.h"
+#include "loom/tensor/error.h"
+#include "loom/tensor/host_device.h"
 
 namespace loom::detail {
 
@@ -197,23 +198,5 @@ LOOM_HOST_DEVICE T avg_pool_grad_at(const T* grad, const PoolGeometry& g, bool i
   }
   return static_cast<T>(s);
 }
-
-// Contiguous [planes, y.in, x.in] in, [planes, y.out, x.out] out. offsets: the winners'
-// window offsets, of max_pool_offset_dtype(g).
-void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
-                    const Tensor& offsets);
-void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
-                             const Tensor& grad_input);
-void cpu_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out);
-void cpu_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
-                             const Tensor& grad_input);
-
-void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
-                     const Tensor& offsets);
-void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
-                              const Tensor& grad_input);
-void cuda_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out);
-void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
-                              const Tensor& grad_input);
 
 }  // namespace loom::detail

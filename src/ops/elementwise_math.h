@@ -1,14 +1,15 @@
 // The per-element maths of every elementwise op, and of the backward helpers that need a kernel
-// of their own: one functor each, compiled into both the CPU loops and the CUDA kernels.
-// Each functor states its types as `signature` = Sig<Out, In...> so the loop drivers can bind
-// the operands without knowing the op.
+// of their own: one functor each, compiled into both the CPU loops and the CUDA kernels, and
+// the list of them (LOOM_ELEMENTWISE_OPS, at the end) from which the backends' op enum and
+// dispatch are generated. Each functor states its types as `signature` = Sig<Out, In...> so the
+// loop drivers can bind the operands without knowing the op.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-#include "tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include "loom/tensor/strided_index.h"  // LOOM_HOST_DEVICE
 
 namespace loom::detail {
 
@@ -336,5 +337,29 @@ template <typename T>
 using MaximumBackward = ExtremumBackward<T, true>;
 template <typename T>
 using MinimumBackward = ExtremumBackward<T, false>;
+
+// Every functor above, by name, with the dtypes it takes: `floating` (float32, float64,
+// bfloat16 computed in float32) or `all` (every dtype: comparisons and where). Operands come in
+// the functor's order. A new op is its functor and its line here, then its public function.
+// clang-format off
+#define LOOM_ELEMENTWISE_OPS(X)                                                               \
+  /* (x) */                                                                                   \
+  X(Neg, floating) X(Exp, floating) X(Log, floating) X(Sqrt, floating) X(Abs, floating)       \
+  X(Relu, floating) X(LeakyRelu, floating) X(Sigmoid, floating) X(Tanh, floating)            \
+  X(Clamp, floating) X(PowScalar, floating)                                                   \
+  X(AddScalar, floating) X(MulScalar, floating) X(DivScalar, floating) X(RDivScalar, floating) \
+  X(EqScalar, all) X(LtScalar, all) X(LeScalar, all) X(GtScalar, all) X(GeScalar, all)         \
+  /* (a, b) */                                                                                \
+  X(Add, floating) X(Sub, floating) X(Mul, floating) X(Div, floating)                        \
+  X(Maximum, floating) X(Minimum, floating) X(Pow, floating) X(BceWithLogits, floating)      \
+  X(Eq, all) X(Ne, all) X(Lt, all) X(Le, all) X(Gt, all) X(Ge, all)                           \
+  /* (cond, a, b) */                                                                          \
+  X(Where, all)                                                                               \
+  /* (grad, saved) */                                                                         \
+  X(ReluBackward, floating) X(LeakyReluBackward, floating) X(SigmoidBackward, floating)      \
+  X(TanhBackward, floating) X(AbsBackward, floating) X(ClampBackward, floating)              \
+  /* (grad, self, other) */                                                                   \
+  X(MaximumBackward, floating) X(MinimumBackward, floating) X(BceWithLogitsBackward, floating)
+// clang-format on
 
 }  // namespace loom::detail

@@ -1,11 +1,12 @@
-// Internal: the backend entry points of conv2d and the geometry they share. Inputs arrive
+// Internal: conv2d's backend entry points, called by conv.cpp and implemented by cpu/conv.cpp
+// (im2col + Eigen) and cuda/conv.cu (cuDNN), and the geometry they share. Inputs arrive
 // validated and contiguous, on one device, of one floating dtype.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "tensor/tensor.h"
+#include "loom/tensor/tensor.h"
 
 namespace loom::detail {
 

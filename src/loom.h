@@ -1,0 +1,21 @@
+// The public API of loom in one include: #include <loom/loom.h>.
+#pragma once
+
+#include "loom/config.h"
+#include "loom/data/data.h"
+#include "loom/distributed/distributed.h"
+#include "loom/io/io.h"
+#include "loom/nn/nn.h"
+#include "loom/ops/ops.h"
+#include "loom/optim/optim.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/cuda/caching_allocator.h"
+#include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/device.h"
+#include "loom/tensor/dtype.h"
+#include "loom/tensor/error.h"
+#include "loom/tensor/random.h"
+#include "loom/tensor/shape.h"
+#include "loom/tensor/tensor.h"
+#include "loom/train/train.h"
