@@ -76,6 +76,13 @@ struct TrainArgs {
   // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
   std::string scale_lr = "off";
   int64_t warmup_epochs = 5;
+  // Model parallelism on one rank (dist::PipelineParallel): the model cut into this many stages
+  // (0 or 1: not cut), over cuda:0..N-1 when the run is on CUDA and has that many GPUs, else all
+  // on the run's device (each stage on its own stream); each batch cut into micro_batches, run
+  // in the schedule's order: gpipe | 1f1b.
+  int pipeline = 0;
+  int micro_batches = 4;
+  std::string pipeline_schedule = "gpipe";
   // A library caller's own callbacks (loom-scaling's time to accuracy), after loom-catdog's;
   // shared by every rank's fit (they see ctx.rank: act on rank 0 only).
   std::vector<train::CallbackPtr> callbacks;

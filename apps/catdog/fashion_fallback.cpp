@@ -64,6 +64,7 @@ int train_fashion_fallback(const TrainArgs& args) {
     // Drawn from each rank's own generator; DDP then gives every rank rank 0's weights.
     auto model = small_cnn();
     model->to(rank.device);
+    const std::shared_ptr<dist::PipelineParallel> pipeline = pipeline_model(args, model, rank);
     optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(args.lr));
     train::FitOptions fit;
     fit.epochs = epochs;
@@ -74,7 +75,7 @@ int train_fashion_fallback(const TrainArgs& args) {
     if (!best.best_model_path.empty()) fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(best));
     const std::shared_ptr<train::EarlyStopping> stopper = early_stopping(args);
     if (stopper) fit.callbacks.push_back(stopper);
-    const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
+    const std::shared_ptr<nn::Module> trained = pipeline ? pipeline : trained_module(model, rank);
     train::History h = train::fit(*trained, train::cross_entropy_loss(), optimizer, train_loader, &test_loader, fit);
     if (rank.rank != 0) return;
     save_last(args, *model, prep, h);

@@ -91,6 +91,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   train->add_option("--augment-on", t.augment_on, "where augmentation runs: auto (the GPU on CUDA), cpu, gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  train->add_option("--pipeline", t.pipeline, "cut the model into N stages (model parallelism): one GPU "
+                    "each when there are N, else all on the run's device, each on its own stream")
+      ->check(CLI::Range(0, 64));
+  train->add_option("--micro-batches", t.micro_batches, "with --pipeline: micro-batches per batch")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  train->add_option("--pipeline-schedule", t.pipeline_schedule, "with --pipeline: gpipe or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
   train->add_flag("--conv-benchmark", t.conv_benchmark, "choose cuDNN's convolution algorithms by timing them");
   train->add_flag("--summary", t.summary, "print the model's layers, output shapes and parameter counts "
                   "(as Keras' model.summary()) before training");

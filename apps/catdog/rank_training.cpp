@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <iostream>
 
 namespace loom::catdog {
 
@@ -40,6 +41,35 @@ std::shared_ptr<nn::Module> trained_module(const std::shared_ptr<nn::Module>& mo
                                            const RankSetup& rank) {
   if (rank.world_size == 1) return model;
   return std::make_shared<dist::DistributedDataParallel>(model, rank.group);
+}
+
+std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args, const std::shared_ptr<nn::Module>& model,
+                                                       const RankSetup& rank) {
+  if (args.pipeline <= 1) return nullptr;
+  LOOM_CHECK(rank.world_size == 1, "--pipeline ", args.pipeline, ": a pipeline over several ranks (data "
+             "parallelism over pipelines) is not supported; this run has ", rank.world_size, " ranks");
+  LOOM_CHECK(args.graph != "on", "--pipeline and --graph on: a pipeline's stages run op by op on their own "
+             "streams and are not captured; use --graph auto or off");
+  auto sequential = std::dynamic_pointer_cast<nn::Sequential>(model);
+  LOOM_ASSERT(sequential != nullptr);  // build_model's models are all Sequential
+  // One GPU per stage when there are enough, else every stage on the run's device.
+  std::vector<Device> devices(static_cast<size_t>(args.pipeline), rank.device);
+  if (rank.device.is_cuda() && cuda_device_count() >= args.pipeline) {
+    for (int s = 0; s < args.pipeline; ++s) devices[static_cast<size_t>(s)] = cuda_device(s);
+  }
+  dist::PipelineOptions options;
+  options.micro_batches = args.micro_batches;
+  options.schedule = args.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+  auto pipeline = std::make_shared<dist::PipelineParallel>(sequential, devices, options);
+  if (rank.rank == 0) {
+    std::cout << "loom-catdog: pipeline of " << args.pipeline << " stages (" << args.pipeline_schedule << ", "
+              << args.micro_batches << " micro-batches):";
+    for (const dist::PipelineStage& s : pipeline->stages()) {
+      std::cout << " layers " << s.first_layer << "-" << s.end_layer - 1 << " on " << s.device.str() << " ("
+                << s.parameters << " parameters)" << (&s == &pipeline->stages().back() ? "\n" : ";");
+    }
+  }
+  return pipeline;
 }
 
 train::CallbackPtr loss_printer() { return std::make_shared<LossPrinter>(); }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "commands.h"
 #include "launch_plan.h"
 
 namespace loom::catdog {
@@ -23,6 +24,11 @@ RankSetup rank_setup(const LaunchPlan& plan, const dist::GroupPtr& group);
 // N ranks, `model` itself alone. Save `model`, never the wrapper.
 std::shared_ptr<nn::Module> trained_module(const std::shared_ptr<nn::Module>& model,
                                            const RankSetup& rank);
+
+// --pipeline N (N > 1): the model cut into N stages, moved to their devices (before the
+// optimizer is made, so its state lives there too); null otherwise. Refused with several ranks.
+std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args, const std::shared_ptr<nn::Module>& model,
+                                                       const RankSetup& rank);
 
 // "step <global step> loss <hex float>" after each step, from rank 0: the step's loss over all
 // ranks' samples (one collective per step on N ranks: for tests and debugging only).

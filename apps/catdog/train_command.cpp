@@ -139,6 +139,11 @@ void check_train_args(const TrainArgs& a) {
              a.graph, "\"");
   LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
+  LOOM_CHECK(a.pipeline >= 0, "--pipeline must be >= 0, got ", a.pipeline);
+  LOOM_CHECK(a.micro_batches >= 1 && a.micro_batches <= a.batch_size, "--micro-batches must be between 1 and "
+             "the batch size (", a.batch_size, "), got ", a.micro_batches);
+  LOOM_CHECK(a.pipeline_schedule == "gpipe" || a.pipeline_schedule == "1f1b",
+             "--pipeline-schedule: expected gpipe or 1f1b, got \"", a.pipeline_schedule, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
   LOOM_CHECK(std::isfinite(a.lr) && a.lr > 0.0, "--lr must be a finite number > 0, got ", a.lr);
   check_save_args(a);
@@ -239,13 +244,14 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
+  const std::shared_ptr<dist::PipelineParallel> pipeline = pipeline_model(args, model, rank);
   LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size, (shard + args.batch_size - 1) / args.batch_size,
                            model->parameters());
   optim::Optimizer& optimizer = *lr.optimizer;
   train::FitOptions fit;
   fit.epochs = args.epochs;
   fit.group = rank.group;
-  fit.capture = capture_steps(args, rank);
+  fit.capture = pipeline == nullptr && capture_steps(args, rank);
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -254,7 +260,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
                 << ", step " << fit.resume->step_in_epoch << "\n";
     }
   }
-  const std::shared_ptr<nn::Module> trained = trained_module(model, rank);
+  const std::shared_ptr<nn::Module> trained = pipeline ? pipeline : trained_module(model, rank);
 
   // The callbacks write on rank 0 only.
   const TrainOutputs outputs = train_outputs(args);
@@ -315,7 +321,9 @@ int run_train(const TrainArgs& args) {
               << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
               << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args)
               << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
-              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" ? ", steps in a CUDA graph" : "")
+              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" && args.pipeline <= 1
+                      ? ", steps in a CUDA graph"
+                      : "")
               << "\n";
   }
 

@@ -4,6 +4,7 @@
 #include "loom/distributed/ddp.h"
 #include "loom/distributed/launch.h"
 #include "loom/distributed/nccl_group.h"
+#include "loom/distributed/pipeline.h"
 #include "loom/distributed/process_group.h"
 #include "loom/distributed/reduce_op.h"
 #include "loom/distributed/store.h"

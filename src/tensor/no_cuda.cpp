@@ -17,6 +17,9 @@ void cuda_copy(const Tensor&, const Tensor&) { throw_no_cuda("copy_"); }
 void cuda_accumulate(const Tensor&, const Tensor&) { throw_no_cuda("accumulate"); }
 void cuda_fill_random(const Tensor&, const RandomParams&) { throw_no_cuda("random"); }
 void cuda_memcpy(void*, Device, const void*, Device, size_t) { throw_no_cuda("copy_"); }
+void cuda_memcpy_on_stream(void*, Device, const void*, Device, size_t, cuda::StreamHandle) {
+  throw_no_cuda("copy_");
+}
 }  // namespace detail
 
 namespace cuda {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/tensor.h"
 
 namespace loom::detail {
@@ -37,6 +38,11 @@ void cuda_fill_random(const Tensor& dst, const RandomParams& params);
 // Contiguous bytes between host and device, or device and device, on the current stream;
 // synchronous when either side is pageable host memory.
 void cuda_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+// Contiguous bytes from one CUDA device to another (or the same one) on `stream`, with no wait
+// of any kind: ordering against other streams, and keeping the source alive until the copy has
+// read it, are the caller's (dist::PipelineParallel orders its stages' streams by events).
+void cuda_memcpy_on_stream(void* dst, Device dst_device, const void* src, Device src_device,
+                           size_t nbytes, cuda::StreamHandle stream);
 
 [[noreturn]] void throw_no_cuda(const char* op);
 

@@ -47,7 +47,7 @@ struct TrainContext {
   int world_size = 1;
 
   // The model whose weights a checkpoint or model file saves (a DDP's wrapped module).
-  nn::Module& saved_model() const { return unwrap_ddp(model); }
+  nn::Module& saved_model() const { return unwrapped_model(model); }
 
   // The state a checkpoint must hold to continue from this point. One rank: syncs nothing.
   // N ranks, mid-epoch: a collective (every rank must call it at the same step) that gathers

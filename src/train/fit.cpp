@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "loom/distributed/launch.h"
+#include "loom/distributed/pipeline.h"
 #include "loom/nn/loss.h"
 #include "loom/nn/models/predict.h"
 #include "loom/ops/ops.h"
@@ -181,6 +182,10 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     ctx.loss_sum.add_(loss * static_cast<double>(labels.numel()));
     ctx.correct_sum.add_(count_correct(outputs, labels));
   };
+  // A pipeline runs its own forward and backward over micro-batches, op by op from the host.
+  auto* pipeline = dynamic_cast<dist::PipelineParallel*>(&model);
+  LOOM_CHECK(pipeline == nullptr || !options.capture, "fit: capture does not apply to a "
+             "dist::PipelineParallel model (its stages run op by op on their own streams); turn it off");
   std::unique_ptr<CapturedStep> captured;
   if (options.capture && device.is_cuda()) {
     CapturedStep::Options capture_options;
@@ -215,6 +220,13 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
         CapturedStep::Result r = captured->run(batch->images, batch->labels);
         outputs = r.outputs;
         loss = r.loss;
+      } else if (pipeline != nullptr) {
+        optimizer.zero_grad();
+        dist::PipelineStepResult r = pipeline->train_step(batch->images, batch->labels, loss_fn);
+        optimizer.step();
+        outputs = r.outputs;
+        loss = r.loss;
+        add_to_sums(loss, outputs, batch->labels);
       } else {
         outputs = model.forward(batch->images);
         loss = loss_fn(outputs, batch->labels);

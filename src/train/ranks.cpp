@@ -2,6 +2,7 @@
 #include "loom/train/ranks.h"
 
 #include "loom/distributed/ddp.h"
+#include "loom/distributed/pipeline.h"
 
 namespace loom::train {
 
@@ -36,9 +37,10 @@ void check_loader_shard(const data::DataLoader& loader, const dist::ProcessGroup
              "_shard_options)");
 }
 
-nn::Module& unwrap_ddp(nn::Module& model) {
-  auto* ddp = dynamic_cast<dist::DistributedDataParallel*>(&model);
-  return ddp != nullptr ? *ddp->module() : model;
+nn::Module& unwrapped_model(nn::Module& model) {
+  if (auto* ddp = dynamic_cast<dist::DistributedDataParallel*>(&model)) return *ddp->module();
+  if (auto* pipeline = dynamic_cast<dist::PipelineParallel*>(&model)) return *pipeline->module();
+  return model;
 }
 
 }  // namespace loom::train

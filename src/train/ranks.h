@@ -27,9 +27,9 @@ std::vector<double> all_gather_values(dist::ProcessGroup& group, const std::vect
 void check_loader_shard(const data::DataLoader& loader, const dist::ProcessGroup& group,
                         const char* which);
 
-// The model whose weights are the trained ones: the module a dist::DistributedDataParallel
-// wraps, else `model` itself. Checkpoints and model files save this one, so a file written by
-// N ranks is the same kind of file as one rank's.
-nn::Module& unwrap_ddp(nn::Module& model);
+// The model whose weights are the trained ones: the module a dist::DistributedDataParallel or a
+// dist::PipelineParallel wraps, else `model` itself. Checkpoints and model files save this one,
+// so a file written by N ranks or N stages is the same kind of file as one rank's.
+nn::Module& unwrapped_model(nn::Module& model);
 
 }  // namespace loom::train

@@ -198,4 +198,16 @@ void cuda_memcpy(void* dst, Device dst_device, const void* src, Device src_devic
   LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+void cuda_memcpy_on_stream(void* dst, Device dst_device, const void* src, Device src_device,
+                           size_t nbytes, cuda::StreamHandle stream) {
+  LOOM_ASSERT(dst_device.is_cuda() && src_device.is_cuda());
+  if (nbytes == 0) return;
+  cuda::DeviceGuard guard(dst_device.index);
+  if (dst_device == src_device) {
+    LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
+  } else {
+    LOOM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream));
+  }
+}
+
 }  // namespace loom::detail

@@ -1,0 +1,367 @@
+// PipelineParallel (pipeline.h): building the stages, and one training step run op by op in
+// the schedule's host order (pipeline_plan.h).
+//
+// Streams and memory on CUDA. Each stage runs under its own stream, so stages overlap even on
+// one device. A step begins with every stage stream waiting for its device's compute stream
+// (the previous optimizer step, the batch's upload) and ends with every stream waiting for
+// every stage stream, so what follows the step (the optimizer, the next step) is ordered after
+// all of it. In between, the only ordering is by events at the hand-overs: the receiving
+// stage's stream waits for the sender's, then copies. A sent tensor's memory belongs to the
+// sender's stream, which may hand it out again as soon as the tensor is freed, while the
+// receiver's copy is still to run; so the step keeps what it sent alive: an activation until
+// the sender's backward of that micro-batch (by then the receiver has long read it: the
+// gradient coming back was sent after the receiver's backward, which follows its copy), a
+// gradient until the step ends.
+#include "loom/distributed/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <optional>
+
+#include "loom/ops/elementwise.h"
+#include "loom/ops/reduction.h"
+#include "loom/ops/shape_ops.h"
+#include "loom/tensor/autograd.h"
+#include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/primitives.h"
+#include "loom/tensor/random.h"
+
+namespace loom::dist {
+
+double PipelineTiming::bubble() const {
+  if (busy_ms.empty() || step_ms <= 0.0) return 0.0;
+  double idle = 0.0;
+  for (double busy : busy_ms) idle += 1.0 - std::min(busy, step_ms) / step_ms;
+  return idle / static_cast<double>(busy_ms.size());
+}
+
+struct PipelineParallel::Streams {
+  // Per stage; empty for a CPU stage.
+  std::vector<cuda::StreamHandle> stream;
+  std::vector<std::unique_ptr<cuda::Event>> handover;  // recorded by the stage, waited on by others
+  std::vector<int> device;
+
+  ~Streams() {
+    for (size_t s = 0; s < stream.size(); ++s) {
+      if (stream[s] == nullptr) continue;
+      cuda::synchronize_stream(stream[s]);
+      cuda::destroy_stream(device[s], stream[s]);
+    }
+  }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_device(const Device& device, size_t stage) {
+  if (!device.is_cuda()) return;
+  LOOM_CHECK(built_with_cuda(), "PipelineParallel: stage ", stage, " is on ", device.str(),
+             " but loom was built without CUDA");
+  const int count = cuda_device_count();
+  LOOM_CHECK(device.index >= 0 && device.index < count, "PipelineParallel: stage ", stage,
+             " is on ", device.str(), " but this machine has ", count, " CUDA device",
+             count == 1 ? "" : "s");
+}
+
+// Forward + backward time of each layer on one micro-batch of `sample` shape, in order, each
+// layer moved to `device` first (so a model too large for one device is never whole on it).
+std::vector<double> measure_layer_costs(const nn::Sequential& model, const Shape& sample,
+                                        const Device& device) {
+  LOOM_CHECK(!sample.empty(), "PipelineParallel: balancing by time needs options.sample_input, "
+             "one micro-batch's input shape with its batch dimension");
+  const auto sync = [&] {
+    if (device.is_cuda()) cuda::synchronize(device.index);
+  };
+  Tensor x = randn(sample, TensorOptions().device(device));
+  std::vector<double> costs;
+  for (const auto& [name, layer] : model.named_children()) {
+    layer->to(device);
+    std::vector<double> runs;
+    Tensor out;
+    for (int rep = 0; rep < 4; ++rep) {  // the first run warms up (algorithm choice, caches)
+      Tensor leaf = x.detach().set_requires_grad(is_floating(x.dtype()));
+      sync();
+      const auto start = Clock::now();
+      out = layer->forward(leaf);
+      if (out.requires_grad()) sum(out).backward();
+      sync();
+      if (rep > 0) runs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    std::sort(runs.begin(), runs.end());
+    costs.push_back(runs[runs.size() / 2]);
+    layer->zero_grad();
+    x = out.detach();
+  }
+  return costs;
+}
+
+}  // namespace
+
+PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model, std::vector<Device> devices,
+                                   PipelineOptions options)
+    : model_(std::move(model)), options_(std::move(options)), streams_(std::make_unique<Streams>()) {
+  LOOM_CHECK(model_ != nullptr, "PipelineParallel: the model is null");
+  const int64_t layers = static_cast<int64_t>(model_->size());
+  LOOM_CHECK(layers > 0, "PipelineParallel: the model has no layers");
+  LOOM_CHECK(!devices.empty(), "PipelineParallel: no devices were given (one per stage)");
+  LOOM_CHECK(options_.micro_batches >= 1, "PipelineParallel: micro_batches must be at least 1, got ",
+             options_.micro_batches);
+  const int stages = static_cast<int>(devices.size());
+  LOOM_CHECK(stages <= layers, "PipelineParallel: ", stages, " stages for a model of ", layers,
+             " layers; each stage needs at least one layer");
+  for (size_t s = 0; s < devices.size(); ++s) check_device(devices[s], s);
+
+  std::vector<int64_t> cuts = options_.cut_points;
+  if (!cuts.empty()) {
+    check_cuts(cuts, layers, stages);
+  } else if (options_.balance == PipelineBalance::Time) {
+    cuts = balanced_cuts(measure_layer_costs(*model_, options_.sample_input, devices.front()), stages);
+  } else {
+    std::vector<double> costs;
+    for (const auto& entry : model_->named_children()) {
+      costs.push_back(static_cast<double>(entry.second->num_parameters()));
+    }
+    cuts = balanced_cuts(costs, stages);
+  }
+  cuts.push_back(layers);
+
+  const auto& children = model_->named_children();
+  int64_t begin = 0;
+  for (int s = 0; s < stages; ++s) {
+    auto stage = std::make_shared<nn::Sequential>();
+    for (int64_t i = begin; i < cuts[s]; ++i) stage->add(children[i].first, children[i].second);
+    stage->to(devices[s]);
+    stages_.push_back({begin, cuts[s], devices[s], stage->num_parameters()});
+    add_child("stage" + std::to_string(s), stage);
+    stage_modules_.push_back(std::move(stage));
+    begin = cuts[s];
+
+    const bool gpu = devices[s].is_cuda();
+    streams_->device.push_back(devices[s].index);
+    streams_->stream.push_back(gpu ? cuda::create_stream(devices[s].index) : nullptr);
+    streams_->handover.push_back(gpu ? std::make_unique<cuda::Event>(devices[s].index, false) : nullptr);
+  }
+}
+
+PipelineParallel::~PipelineParallel() = default;
+
+Tensor PipelineParallel::forward(const Tensor& input) {
+  LOOM_CHECK(input.defined(), "PipelineParallel.forward: the input is undefined");
+  Tensor x = input;
+  for (size_t s = 0; s < stage_modules_.size(); ++s) x = stage_modules_[s]->forward(x.to(stages_[s].device));
+  return x.to(input.device());
+}
+
+namespace {
+
+// One step's state: the stages' inputs, outputs and the tensors in flight between them.
+struct StepState {
+  explicit StepState(int stages, int micro_batches)
+      : inputs(stages, std::vector<Tensor>(micro_batches)),
+        outputs(stages, std::vector<Tensor>(micro_batches)),
+        sent(stages, std::vector<Tensor>(micro_batches)),
+        grad_of_output(stages, std::vector<Tensor>(micro_batches)),
+        losses(micro_batches),
+        last_outputs(micro_batches) {}
+  std::vector<std::vector<Tensor>> inputs;          // [stage][micro-batch]: leaves (stage > 0)
+  std::vector<std::vector<Tensor>> outputs;         // with their graphs, until backward
+  std::vector<std::vector<Tensor>> sent;            // activations handed to the next stage
+  std::vector<std::vector<Tensor>> grad_of_output;  // gradients handed back from the next stage
+  std::vector<Tensor> sent_gradients;               // kept alive until the step ends
+  std::vector<Tensor> losses;                       // weighted, with graphs (last stage)
+  std::vector<Tensor> last_outputs;                 // detached (last stage)
+};
+
+}  // namespace
+
+PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tensor& target,
+                                                const PipelineLoss& loss_fn) {
+  LOOM_CHECK(input.defined() && target.defined(), "PipelineParallel.train_step: the ",
+             input.defined() ? "target" : "input", " is undefined");
+  LOOM_CHECK(input.dim() >= 1 && target.dim() >= 1, "PipelineParallel.train_step: the input and "
+             "target need a batch dimension, got shapes ", shape_str(input.shape()), " and ",
+             shape_str(target.shape()));
+  const int64_t batch = input.size(0);
+  LOOM_CHECK(target.size(0) == batch, "PipelineParallel.train_step: the input has ", batch,
+             " samples but the target ", target.size(0));
+  const int micro = options_.micro_batches;
+  LOOM_CHECK(batch >= micro, "PipelineParallel.train_step: ", micro, " micro-batches for a batch of ",
+             batch, " samples; a micro-batch needs at least one sample");
+  LOOM_CHECK(static_cast<bool>(loss_fn), "PipelineParallel.train_step: the loss function is empty");
+  const int stages = static_cast<int>(stages_.size());
+
+  // Micro-batch m: samples [offset[m], offset[m] + size[m]), the first batch % micro one larger.
+  std::vector<int64_t> size(micro, batch / micro), offset(micro, 0);
+  for (int m = 0; m < batch % micro; ++m) ++size[m];
+  for (int m = 1; m < micro; ++m) offset[m] = offset[m - 1] + size[m - 1];
+
+  const Device first = stages_.front().device, last = stages_.back().device;
+  const Tensor first_input = input.to(first);
+  const Tensor last_target = target.to(last);
+  Streams& st = *streams_;
+  const auto is_gpu = [&](int s) { return st.stream[s] != nullptr; };
+
+  // Every stage stream waits for its device's compute stream: the batch and the last update.
+  for (int s = 0; s < stages; ++s) {
+    if (!is_gpu(s)) continue;
+    st.handover[s]->record(cuda::default_stream(st.device[s]));
+    st.handover[s]->wait(st.stream[s]);
+  }
+
+  // Timing: events per op on the stage's stream (host clocks for a CPU stage).
+  const bool timing = options_.time_stages;
+  struct OpClock {
+    std::unique_ptr<cuda::Event> start, end;
+    Clock::time_point host_start, host_end;
+    PipelineOp op;
+  };
+  std::vector<OpClock> clocks;
+  if (timing) clocks.reserve(2 * static_cast<size_t>(stages) * micro);
+  std::vector<std::unique_ptr<cuda::Event>> step_start(stages), step_end(stages);
+  const auto step_host_start = Clock::now();
+  if (timing) {
+    for (int s = 0; s < stages; ++s) {
+      if (!is_gpu(s)) continue;
+      step_start[s] = std::make_unique<cuda::Event>(st.device[s]);
+      step_end[s] = std::make_unique<cuda::Event>(st.device[s]);
+      step_start[s]->record(st.stream[s]);
+    }
+  }
+
+  // Hands `t` from stage `from` to stage `to`: the copy runs on the receiver's stream after the
+  // sender's stream has produced `t`; returns the receiver's tensor.
+  const auto hand_over = [&](const Tensor& t, int from, int to) {
+    if (!is_gpu(from) || !is_gpu(to)) return t.to(stages_[to].device).clone();
+    st.handover[from]->record(st.stream[from]);
+    st.handover[from]->wait(st.stream[to]);
+    Tensor received;
+    {
+      cuda::StreamGuard guard(st.device[to], st.stream[to]);
+      received = empty(t.shape(), TensorOptions(t.dtype()).device(stages_[to].device));
+    }
+    detail::cuda_memcpy_on_stream(received.raw_data(), stages_[to].device, t.raw_data(),
+                                  stages_[from].device, t.nbytes(), st.stream[to]);
+    return received;
+  };
+
+  StepState state(stages, micro);
+  for (const PipelineOp& op : issue_order(options_.schedule, stages, micro)) {
+    const int s = op.stage, m = op.micro_batch;
+    std::optional<cuda::StreamGuard> guard;
+    if (is_gpu(s)) guard.emplace(st.device[s], st.stream[s]);
+    OpClock* clock = nullptr;
+    if (timing) {
+      clocks.push_back({nullptr, nullptr, {}, {}, op});
+      clock = &clocks.back();
+      if (is_gpu(s)) {
+        clock->start = std::make_unique<cuda::Event>(st.device[s]);
+        clock->end = std::make_unique<cuda::Event>(st.device[s]);
+        clock->start->record(st.stream[s]);
+      }
+      clock->host_start = Clock::now();
+    }
+
+    if (op.kind == PipelineOp::Forward) {
+      const Tensor x = s == 0 ? first_input.narrow(0, offset[m], size[m]) : state.inputs[s][m];
+      Tensor y = stage_modules_[s]->forward(x);
+      if (s == stages - 1) {
+        const Tensor part = last_target.narrow(0, offset[m], size[m]);
+        state.losses[m] = loss_fn(y, part) * (static_cast<double>(size[m]) / static_cast<double>(batch));
+        LOOM_CHECK(state.losses[m].numel() == 1, "PipelineParallel.train_step: the loss function "
+                   "returned shape ", shape_str(state.losses[m].shape()), "; it must return a scalar "
+                   "(a mean over the micro-batch)");
+        state.last_outputs[m] = y.detach();
+      } else {
+        state.sent[s][m] = y.detach().contiguous();
+        state.inputs[s + 1][m] = hand_over(state.sent[s][m], s, s + 1).set_requires_grad(y.requires_grad());
+      }
+      state.outputs[s][m] = std::move(y);
+    } else {
+      if (s == stages - 1) {
+        state.losses[m].backward();
+      } else if (state.outputs[s][m].requires_grad()) {
+        state.outputs[s][m].backward(state.grad_of_output[s][m]);
+      }
+      state.outputs[s][m] = Tensor();
+      state.sent[s][m] = Tensor();  // the next stage copied it before sending the gradient back
+      state.grad_of_output[s][m] = Tensor();
+      if (s > 0) {
+        const Tensor& g = state.inputs[s][m].grad();
+        if (g.defined()) {
+          state.sent_gradients.push_back(g.contiguous());
+          state.grad_of_output[s - 1][m] = hand_over(state.sent_gradients.back(), s, s - 1);
+        }
+        state.inputs[s][m] = Tensor();
+      }
+    }
+
+    if (clock != nullptr) {
+      if (clock->end) clock->end->record(st.stream[s]);
+      clock->host_end = Clock::now();
+    }
+  }
+
+  PipelineStepResult result;
+  {
+    NoGradGuard no_grad;
+    std::optional<cuda::StreamGuard> guard;
+    if (is_gpu(stages - 1)) guard.emplace(st.device[stages - 1], st.stream[stages - 1]);
+    Tensor total = state.losses[0].detach().reshape({});
+    for (int m = 1; m < micro; ++m) total = total + state.losses[m].detach().reshape({});
+    result.loss = total;
+    result.outputs = cat(state.last_outputs, 0);
+  }
+
+  // Every stream (the stages' and the devices' compute streams) waits for every stage stream.
+  if (timing) {
+    for (int s = 0; s < stages; ++s) {
+      if (is_gpu(s)) step_end[s]->record(st.stream[s]);
+    }
+  }
+  for (int s = 0; s < stages; ++s) {
+    if (!is_gpu(s)) continue;
+    st.handover[s]->record(st.stream[s]);
+    for (int t = 0; t < stages; ++t) {
+      if (!is_gpu(t)) continue;
+      st.handover[s]->wait(st.stream[t]);
+      st.handover[s]->wait(cuda::default_stream(st.device[t]));
+    }
+  }
+  state = StepState(0, 0);  // what was in flight is free for the stage streams again
+  result.loss = result.loss.to(input.device());
+  result.outputs = result.outputs.to(input.device());
+
+  if (timing) {
+    timing_ = PipelineTiming{};
+    timing_.busy_ms.assign(stages, 0.0);
+    timing_.forward_ms.assign(stages, 0.0);
+    timing_.backward_ms.assign(stages, 0.0);
+    for (OpClock& c : clocks) {
+      const int s = c.op.stage;
+      double ms;
+      if (c.start) {
+        c.end->synchronize();
+        ms = cuda::Event::elapsed_ms(*c.start, *c.end);
+      } else {
+        ms = std::chrono::duration<double, std::milli>(c.host_end - c.host_start).count();
+      }
+      (c.op.kind == PipelineOp::Forward ? timing_.forward_ms : timing_.backward_ms)[s] += ms;
+      timing_.busy_ms[s] += ms;
+    }
+    double step = std::chrono::duration<double, std::milli>(Clock::now() - step_host_start).count();
+    bool any_gpu = false;
+    double gpu_step = 0.0;
+    for (int s = 0; s < stages; ++s) {
+      if (!is_gpu(s)) continue;
+      step_end[s]->synchronize();
+      gpu_step = std::max<double>(gpu_step, cuda::Event::elapsed_ms(*step_start[s], *step_end[s]));
+      any_gpu = true;
+    }
+    timing_.step_ms = any_gpu ? gpu_step : step;
+  }
+  return result;
+}
+
+}  // namespace loom::dist
