@@ -5,7 +5,8 @@
 // of each device during a step. Stage s runs on cuda:(s mod GPUs): on one GPU every stage
 // shares it, each on its own stream, so the bubble and the memory are still measured.
 //   pipeline_bench --model resnet18 --batch 256 --stages 1,2,4 --micro-batches 1,4,8
-//                  [--schedule gpipe,1f1b] [--device cuda|cpu] [--warmup 3] [--iters 10]
+//                  [--schedule gpipe,1f1b] [--balance params|time] [--device cuda|cpu]
+//                  [--warmup 3] [--iters 10]
 // Output follows nccl-tests: '#' lines give the setup, then one row per configuration.
 #include <loom/loom.h>
 
@@ -52,7 +53,7 @@ void synchronize_all(const std::vector<loom::Device>& devices) {
 int main(int argc, char** argv) {
   CLI::App app{"pipeline parallelism: step time, bubble and memory per configuration"};
   std::string model_name = "resnet18", device_name = "cuda", stages_list = "1,2,4", micro_list = "1,2,4,8",
-              schedule_list = "gpipe,1f1b";
+              schedule_list = "gpipe,1f1b", balance = "params";
   int64_t batch = 256, image = 64;
   int warmup = 3, iters = 10;
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--stages", stages_list);
   app.add_option("--micro-batches", micro_list);
   app.add_option("--schedule", schedule_list);
+  app.add_option("--balance", balance, "cut by parameter count or by measured time")
+      ->check(CLI::IsMember({"params", "time"}));
   app.add_option("--warmup", warmup)->check(CLI::NonNegativeNumber);
   app.add_option("--iters", iters)->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
@@ -72,9 +75,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pipeline_bench: no CUDA device\n");
     return 1;
   }
-  std::printf("# pipeline_bench: model %s, batch %lld, %lldx%lld images, %s%s, median of %d steps after %d\n",
+  std::printf("# pipeline_bench: model %s, batch %lld, %lldx%lld images, balanced by %s, %s%s, median of %d steps "
+              "after %d\n",
               model_name.c_str(), static_cast<long long>(batch), static_cast<long long>(image),
-              static_cast<long long>(image), gpu ? "CUDA devices: " : "cpu",
+              static_cast<long long>(image), balance.c_str(), gpu ? "CUDA devices: " : "cpu",
               gpu ? std::to_string(gpus).c_str() : "", iters, warmup);
   std::printf("# %-6s %-6s %-5s %9s %9s %9s %8s  %s\n", "stages", "micro", "sched", "step_ms", "bubble",
               "theory", "img/s", "per stage: device busy_ms (fwd+bwd); peak MiB per device");
@@ -97,6 +101,10 @@ int main(int argc, char** argv) {
         dist::PipelineOptions options;
         options.micro_batches = micro;
         options.schedule = sched == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+        if (balance == "time") {
+          options.balance = dist::PipelineBalance::Time;
+          options.sample_input = {(batch + micro - 1) / micro, 3, image, image};
+        }
         auto pipe = std::make_shared<dist::PipelineParallel>(model, devices, options);
         loom::optim::Adam adam(pipe->parameters(), loom::optim::GroupOptions().with_lr(1e-3));
         const loom::Tensor x = images.to(devices.front()), y = labels.to(devices.front());

@@ -8,10 +8,11 @@
 // all of it. In between, the only ordering is by events at the hand-overs: the receiving
 // stage's stream waits for the sender's, then copies. A sent tensor's memory belongs to the
 // sender's stream, which may hand it out again as soon as the tensor is freed, while the
-// receiver's copy is still to run; so the step keeps what it sent alive: an activation until
-// the sender's backward of that micro-batch (by then the receiver has long read it: the
-// gradient coming back was sent after the receiver's backward, which follows its copy), a
-// gradient until the step ends.
+// receiver's copy is still to run; so the step keeps what stage s sent to stage r alive until
+// s's stream is ordered after r's copies: the next time r hands something to s (its stream then
+// waits for everything r had enqueued), or the step's end. In 1F1B that frees an activation
+// when its gradient comes back and a gradient when the next activation goes out, so memory
+// stays bounded by the micro-batches in flight.
 #include "loom/distributed/pipeline.h"
 
 #include <algorithm>
@@ -161,15 +162,16 @@ struct StepState {
   explicit StepState(int stages, int micro_batches)
       : inputs(stages, std::vector<Tensor>(micro_batches)),
         outputs(stages, std::vector<Tensor>(micro_batches)),
-        sent(stages, std::vector<Tensor>(micro_batches)),
         grad_of_output(stages, std::vector<Tensor>(micro_batches)),
+        unread(stages, std::vector<std::vector<Tensor>>(stages)),
         losses(micro_batches),
         last_outputs(micro_batches) {}
   std::vector<std::vector<Tensor>> inputs;          // [stage][micro-batch]: leaves (stage > 0)
   std::vector<std::vector<Tensor>> outputs;         // with their graphs, until backward
-  std::vector<std::vector<Tensor>> sent;            // activations handed to the next stage
   std::vector<std::vector<Tensor>> grad_of_output;  // gradients handed back from the next stage
-  std::vector<Tensor> sent_gradients;               // kept alive until the step ends
+  // [from][to]: what `from` sent whose copy on `to`'s stream `from`'s stream is not yet ordered
+  // after: kept alive (see the top of this file).
+  std::vector<std::vector<std::vector<Tensor>>> unread;
   std::vector<Tensor> losses;                       // weighted, with graphs (last stage)
   std::vector<Tensor> last_outputs;                 // detached (last stage)
 };
@@ -230,12 +232,16 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
     }
   }
 
-  // Hands `t` from stage `from` to stage `to`: the copy runs on the receiver's stream after the
-  // sender's stream has produced `t`; returns the receiver's tensor.
+  StepState state(stages, micro);
+  // Hands `t` (contiguous) from stage `from` to stage `to`: the copy runs on the receiver's
+  // stream after the sender's stream has produced `t`; returns the receiver's tensor.
   const auto hand_over = [&](const Tensor& t, int from, int to) {
     if (!is_gpu(from) || !is_gpu(to)) return t.to(stages_[to].device).clone();
     st.handover[from]->record(st.stream[from]);
     st.handover[from]->wait(st.stream[to]);
+    // `to`'s stream now comes after every copy `from`'s stream made of what `to` had sent it.
+    state.unread[to][from].clear();
+    state.unread[from][to].push_back(t);
     Tensor received;
     {
       cuda::StreamGuard guard(st.device[to], st.stream[to]);
@@ -246,7 +252,6 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
     return received;
   };
 
-  StepState state(stages, micro);
   for (const PipelineOp& op : issue_order(options_.schedule, stages, micro)) {
     const int s = op.stage, m = op.micro_batch;
     std::optional<cuda::StreamGuard> guard;
@@ -274,8 +279,7 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
                    "(a mean over the micro-batch)");
         state.last_outputs[m] = y.detach();
       } else {
-        state.sent[s][m] = y.detach().contiguous();
-        state.inputs[s + 1][m] = hand_over(state.sent[s][m], s, s + 1).set_requires_grad(y.requires_grad());
+        state.inputs[s + 1][m] = hand_over(y.detach().contiguous(), s, s + 1).set_requires_grad(y.requires_grad());
       }
       state.outputs[s][m] = std::move(y);
     } else {
@@ -285,14 +289,10 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
         state.outputs[s][m].backward(state.grad_of_output[s][m]);
       }
       state.outputs[s][m] = Tensor();
-      state.sent[s][m] = Tensor();  // the next stage copied it before sending the gradient back
       state.grad_of_output[s][m] = Tensor();
       if (s > 0) {
         const Tensor& g = state.inputs[s][m].grad();
-        if (g.defined()) {
-          state.sent_gradients.push_back(g.contiguous());
-          state.grad_of_output[s - 1][m] = hand_over(state.sent_gradients.back(), s, s - 1);
-        }
+        if (g.defined()) state.grad_of_output[s - 1][m] = hand_over(g.contiguous(), s, s - 1);
         state.inputs[s][m] = Tensor();
       }
     }

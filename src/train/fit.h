@@ -63,6 +63,8 @@ struct FitOptions {
   bool capture = false;
 };
 
+// A dist::PipelineParallel model trains through its train_step (its micro-batches, its stages'
+// streams), the optimizer stepping after each; `capture` is refused for it.
 History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
             data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options);
 
