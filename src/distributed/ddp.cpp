@@ -169,7 +169,10 @@ struct DistributedDataParallel::Reducer {
   }
 
   void on_hook(int index) {
-    if (!sync) return;
+    if (!sync) {  // under no_sync(): this backward reduces no bucket, and last_step() says so
+      last = DdpStepStats{};
+      return;
+    }
     if (!finishing_queued) {
       finishing_queued = true;
       queue_backward_callback([this] { finish(); });

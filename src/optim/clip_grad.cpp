@@ -3,17 +3,21 @@
 
 #include <cmath>
 
+#include "loom/ops/elementwise.h"
 #include "loom/optim/fused_update.h"
 #include "loom/tensor/autograd.h"
 
 namespace loom::optim {
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
-  LOOM_CHECK(max_norm >= 0.0, "clip_grad_norm_: max_norm must be non-negative, got ", max_norm);
-  NoGradGuard no_grad;
+namespace {
+
+// The parameters' grads by (device, dtype), each bucket summed by one fused pass.
+std::vector<std::vector<Tensor>> grad_buckets(const std::vector<Tensor>& params, double max_norm,
+                                              const char* op) {
+  LOOM_CHECK(max_norm >= 0.0, op, ": max_norm must be non-negative, got ", max_norm);
   std::vector<std::vector<Tensor>> buckets;  // grads of one device and dtype
   for (const Tensor& param : params) {
-    LOOM_CHECK(param.defined(), "clip_grad_norm_: got an undefined parameter");
+    LOOM_CHECK(param.defined(), op, ": got an undefined parameter");
     Tensor grad = param.grad();
     if (!grad.defined()) continue;
     if (!grad.is_contiguous()) {
@@ -31,6 +35,14 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
     }
     if (!placed) buckets.push_back({grad});
   }
+  return buckets;
+}
+
+}  // namespace
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  NoGradGuard no_grad;
+  const auto buckets = grad_buckets(params, max_norm, "clip_grad_norm_");
   std::vector<Tensor> sums;
   for (const auto& bucket : buckets) sums.push_back(detail::sum_of_squares(bucket));
   double total_sq = 0.0;
@@ -39,6 +51,28 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   const double coef = max_norm / (total + 1e-6);
   if (!(coef >= 1.0)) {  // also rescales when total is NaN, so the NaN reaches the grads
     for (const auto& bucket : buckets) detail::scale(bucket, coef);
+  }
+  return total;
+}
+
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm) {
+  NoGradGuard no_grad;
+  const auto buckets = grad_buckets(params, max_norm, "clip_grad_norm_on_device");
+  if (buckets.empty()) return zeros({}, TensorOptions(kFloat64));
+  const Device home = buckets.front().front().device();
+  Tensor total_sq;
+  for (const auto& bucket : buckets) {
+    const Tensor sum = detail::sum_of_squares(bucket).reshape({}).to(home);
+    total_sq = total_sq.defined() ? total_sq + sum : sum;
+  }
+  const Tensor total = sqrt(total_sq);
+  // min(1, max_norm / (total + 1e-6)); NaN stays NaN, so a non-finite norm reaches the grads.
+  const Tensor coef = clamp(max_norm / (total + 1e-6), 0.0, 1.0);
+  for (const auto& bucket : buckets) {
+    for (const Tensor& grad : bucket) {
+      const Tensor factor = coef.to(grad.device(), grad.dtype());
+      Tensor(grad).copy_(grad * factor);
+    }
   }
   return total;
 }

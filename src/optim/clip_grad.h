@@ -15,4 +15,11 @@ namespace loom::optim {
 // total propagates into the grads (as in PyTorch without error_if_nonfinite).
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
 
+// The same clipping without reading the norm on the host: the factor min(1, max_norm / (total +
+// 1e-6)) is computed on the device and every grad multiplied by it, so a training step neither
+// waits for the device nor branches on the norm, and can be captured in a CUDA graph (one
+// device). Returns total as a float64 device scalar (on the first grad's device; its sums from
+// other devices are copied there). Grads are always rescaled (by exactly 1 when within the norm).
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm);
+
 }  // namespace loom::optim

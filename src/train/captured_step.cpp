@@ -42,6 +42,7 @@ CapturedStep::Result CapturedStep::eager(const Tensor& inputs, const Tensor& lab
   const Tensor loss = loss_(outputs, labels);
   optimizer_.zero_grad();
   loss.backward();
+  if (options_.before_update) options_.before_update();
   optimizer_.step();
   ++eager_steps_;
   if (options_.after_step) options_.after_step(loss.detach(), outputs.detach(), labels);
@@ -78,6 +79,7 @@ void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels)
     const Tensor outputs = model_.forward(s.inputs);
     const Tensor loss = loss_(outputs, s.labels);
     loss.backward();
+    if (options_.before_update) options_.before_update();
     optimizer_.step();
     if (options_.after_step) options_.after_step(loss.detach(), outputs.detach(), s.labels);
     graph->capture_end();

@@ -43,6 +43,9 @@ class CapturedStep {
     // (without history); captured with the step, so it may only update, in place, tensors that
     // outlive the graph (fit's running sums of loss and correct predictions).
     std::function<void(const Tensor& loss, const Tensor& outputs, const Tensor& labels)> after_step;
+    // Runs between backward and the optimizer update, captured with the step: device work on
+    // the gradients only (fit's gradient clipping, optim::clip_grad_norm_on_device).
+    std::function<void()> before_update;
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);

@@ -1,13 +1,18 @@
 // The training loop, evaluation and prediction over DataLoaders.
 #include "loom/train/fit.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
+#include <optional>
 
+#include "loom/distributed/ddp.h"
 #include "loom/distributed/launch.h"
 #include "loom/distributed/pipeline.h"
 #include "loom/nn/loss.h"
 #include "loom/nn/models/predict.h"
+#include "loom/optim/clip_grad.h"
 #include "loom/ops/ops.h"
 #include "loom/tensor/autograd.h"
 #include "loom/tensor/random.h"
@@ -28,16 +33,6 @@ LossFn binary_cross_entropy_loss() {
 LossFn cross_entropy_loss() {
   return [](const Tensor& outputs, const Tensor& labels) { return nn::cross_entropy(outputs, labels); };
 }
-
-namespace {
-
-// The predicted class of each row of outputs [B, K], int64 [B]: for a binary head (K = 1),
-// class 1 when the logit is >= 0 (p >= 0.5, as predict decides); else the argmax.
-Tensor predicted_classes(const Tensor& outputs) {
-  return outputs.size(1) == 1 ? ge(outputs.reshape({outputs.size(0)}), 0.0).to(kInt64) : argmax(outputs, 1);
-}
-
-}  // namespace
 
 Tensor count_correct(const Tensor& outputs, const Tensor& labels) {
   LOOM_CHECK(outputs.dim() == 2 && outputs.size(0) == labels.numel(), "count_correct: outputs ",
@@ -186,9 +181,20 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   auto* pipeline = dynamic_cast<dist::PipelineParallel*>(&model);
   LOOM_CHECK(pipeline == nullptr || !options.capture, "fit: capture does not apply to a "
              "dist::PipelineParallel model (its stages run op by op on their own streams); turn it off");
+  LOOM_CHECK(options.accumulate_steps >= 1, "fit: accumulate_steps must be at least 1, got ", options.accumulate_steps);
+  LOOM_CHECK(!options.clip_grad_norm || (std::isfinite(*options.clip_grad_norm) && *options.clip_grad_norm > 0.0),
+             "fit: clip_grad_norm must be a finite number > 0, got ", options.clip_grad_norm.value_or(0.0));
+  LOOM_CHECK(!options.capture || (options.accumulate_steps == 1 && !options.after_backward),
+             "fit: capture takes the whole step as one graph, so it cannot accumulate gradients over batches "
+             "(accumulate_steps ", options.accumulate_steps, ") or call after_backward on the host; turn one off");
+  auto* ddp = dynamic_cast<dist::DistributedDataParallel*>(&model);
+  const auto clip = [&] {
+    if (options.clip_grad_norm) optim::clip_grad_norm_on_device(model.parameters(), *options.clip_grad_norm);
+  };
   std::unique_ptr<CapturedStep> captured;
   if (options.capture && device.is_cuda()) {
     CapturedStep::Options capture_options;
+    capture_options.before_update = clip;      // on the device, captured with the step
     capture_options.after_step = add_to_sums;  // inside the graph, with the step
     captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer, capture_options);
   }
@@ -214,27 +220,46 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch, lockstep);
     const int64_t samples_before = ctx.samples_seen;  // a resumed epoch's bar times its own part
 
+    for (const MetricPtr& m : options.metrics) m->reset();
+    bool step_pending = false;  // gradients accumulated that no optimizer step has used yet
     while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
       Tensor outputs, loss;
       if (captured) {
         CapturedStep::Result r = captured->run(batch->images, batch->labels);
         outputs = r.outputs;
         loss = r.loss;
-      } else if (pipeline != nullptr) {
-        optimizer.zero_grad();
-        dist::PipelineStepResult r = pipeline->train_step(batch->images, batch->labels, loss_fn);
-        optimizer.step();
-        outputs = r.outputs;
-        loss = r.loss;
-        add_to_sums(loss, outputs, batch->labels);
       } else {
-        outputs = model.forward(batch->images);
-        loss = loss_fn(outputs, batch->labels);
-        optimizer.zero_grad();
-        loss.backward();
-        optimizer.step();
+        // This batch's accumulation group: the batches [first, first + size) of the epoch share
+        // one optimizer step on their mean gradient.
+        const int64_t k = options.accumulate_steps;
+        const int64_t first = ctx.step_in_epoch / k * k;
+        const int64_t size = std::max<int64_t>(1, std::min(k, ctx.steps_per_epoch - first));
+        const bool steps_now = ctx.step_in_epoch + 1 >= first + size;
+        if (ctx.step_in_epoch == first) optimizer.zero_grad();
+        const double share = 1.0 / static_cast<double>(size);
+        {
+          std::optional<dist::DistributedDataParallel::NoSync> local_only;
+          if (ddp != nullptr && !steps_now) local_only.emplace(*ddp);
+          if (pipeline != nullptr) {
+            const LossFn scaled = [&](const Tensor& out, const Tensor& labels) { return loss_fn(out, labels) * share; };
+            dist::PipelineStepResult r = pipeline->train_step(batch->images, batch->labels, size == 1 ? loss_fn : scaled);
+            outputs = r.outputs;
+            loss = size == 1 ? r.loss : r.loss * static_cast<double>(size);
+          } else {
+            outputs = model.forward(batch->images);
+            loss = loss_fn(outputs, batch->labels);
+            (size == 1 ? loss : loss * share).backward();
+          }
+        }
+        step_pending = !steps_now;
+        if (options.after_backward) options.after_backward(ctx);
+        if (steps_now) {
+          clip();
+          optimizer.step();
+        }
         add_to_sums(loss.detach(), outputs.detach(), batch->labels);
       }
+      for (const MetricPtr& m : options.metrics) m->update(outputs.detach(), batch->labels);
       const int64_t n = batch->labels.numel();
       ctx.batch_loss = loss.detach();
       ctx.batch_size = n;
@@ -249,6 +274,10 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
       }
       for (const CallbackPtr& cb : options.callbacks) cb->on_batch_end(ctx);
     }
+    if (step_pending) {  // the loader ended before the group's last batch (bad samples skipped)
+      clip();
+      optimizer.step();
+    }
     // A rank whose loader ran dry early would leave the others waiting in a collective.
     LOOM_CHECK(ctx.group == nullptr || ctx.step_in_epoch == ctx.steps_per_epoch, "fit: the training loader of ",
                ctx.group->who(), " ended after ", ctx.step_in_epoch, " of the ", ctx.steps_per_epoch,
@@ -260,10 +289,12 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
       metrics["loss"] = sums.loss / sums.samples;
       metrics["accuracy"] = sums.correct / sums.samples;
     }
+    for (const MetricPtr& m : options.metrics) metrics[m->name()] = m->result(ctx.group);
     if (val_loader != nullptr) {
-      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group);
+      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
+      for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;
     }
     metrics["lr"] = optimizer.lr();
     history.epochs.push_back(metrics);
@@ -299,12 +330,13 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 }  // namespace
 
 EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
-                    dist::ProcessGroup* group) {
+                    dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
   Tensor loss_sum = zeros({}, device), correct = zeros({}, device), confusion;
   EvalResult result;
+  for (const MetricPtr& m : metrics) m->reset();
   loader.start_epoch(0);
   while (std::optional<data::Batch> batch = loader.next()) {
     const Tensor outputs = model.forward(batch->images);
@@ -315,9 +347,17 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
     const Tensor counts = matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
     confusion = confusion.defined() ? confusion + counts : counts;
+    for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
     result.samples += n;
   }
-  if (group != nullptr && group->size() > 1) return sum_over_ranks(*group, loss_sum, correct, confusion, result.samples);
+  std::map<std::string, double> metric_values;
+  for (const MetricPtr& m : metrics) metric_values[m->name()] = m->result(group);
+  if (group != nullptr && group->size() > 1) {
+    EvalResult summed = sum_over_ranks(*group, loss_sum, correct, confusion, result.samples);
+    summed.metrics = std::move(metric_values);
+    return summed;
+  }
+  result.metrics = std::move(metric_values);
   if (result.samples > 0) {
     result.loss = loss_sum.item<double>() / result.samples;
     result.accuracy = correct.item<double>() / result.samples;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "loom/optim/optimizer.h"
 #include "loom/train/callback.h"
 #include "loom/train/history.h"
+#include "loom/train/metrics.h"
 
 namespace loom::train {
 
@@ -61,6 +63,23 @@ struct FitOptions {
   // without random layers (dropout); inside DistributedDataParallel only over NCCL. The steps
   // are bit for bit the eager ones. Ignored on the CPU.
   bool capture = false;
+
+  // Metrics besides loss and accuracy: each one's value on the training batches of an epoch
+  // (History key name()) and on the validation data ("val_" + name()), over all ranks. A run
+  // resumed mid-epoch counts that epoch's training batches from the resume on.
+  std::vector<MetricPtr> metrics;
+  // Clips the gradients to this global norm before every optimizer step, on the device
+  // (optim::clip_grad_norm_on_device: no host sync, so captured steps clip too).
+  std::optional<double> clip_grad_norm;
+  // Gradient accumulation: the optimizer steps once every accumulate_steps batches (and after
+  // an epoch's last batch), on the mean gradient of those batches: each batch's loss is divided
+  // by their number. Inside a dist::DistributedDataParallel the backwards before a step run
+  // under no_sync(), so gradients cross ranks once per optimizer step. Not with capture.
+  int64_t accumulate_steps = 1;
+  // Called after every backward, before clipping and the optimizer step, with the gradients
+  // accumulated so far in the parameters' .grad (inspect, log, or change them). Not with
+  // capture: a replayed graph runs no host code between backward and the step.
+  std::function<void(TrainContext&)> after_backward;
 };
 
 // A dist::PipelineParallel model trains through its train_step (its micro-batches, its stages'
@@ -73,13 +92,15 @@ struct EvalResult {
   double accuracy = 0.0;
   int64_t samples = 0;
   Tensor confusion;  // int64 [K, K] on the CPU: rows true class, columns predicted (K = 2 for a binary head)
+  std::map<std::string, double> metrics;  // each of `metrics`' result, by name()
 };
 
 // One pass over epoch 0 of the loader in eval mode without gradients. With a group, each rank
 // passes over its own shard and the sums (loss * count, correct predictions, samples, the
 // confusion matrix) are summed over the ranks: every rank gets the result for the whole data.
+// Each of `metrics` is reset, fed every batch and read into EvalResult::metrics.
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
-                    dist::ProcessGroup* group = nullptr);
+                    dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {});
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);
