@@ -291,7 +291,8 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     }
     for (const MetricPtr& m : options.metrics) metrics[m->name()] = m->result(ctx.group);
     if (val_loader != nullptr) {
-      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics);
+      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
+                                      [&bar](int64_t done, int64_t total) { bar.validating(done, total); });
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
       for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;
@@ -330,13 +331,15 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 }  // namespace
 
 EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
-                    dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics) {
+                    dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics,
+                    const std::function<void(int64_t done, int64_t total)>& progress) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
   Tensor loss_sum = zeros({}, device), correct = zeros({}, device), confusion;
   EvalResult result;
   for (const MetricPtr& m : metrics) m->reset();
+  int64_t batches = 0;
   loader.start_epoch(0);
   while (std::optional<data::Batch> batch = loader.next()) {
     const Tensor outputs = model.forward(batch->images);
@@ -349,6 +352,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     confusion = confusion.defined() ? confusion + counts : counts;
     for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
     result.samples += n;
+    if (progress) progress(++batches, loader.num_batches());
   }
   std::map<std::string, double> metric_values;
   for (const MetricPtr& m : metrics) metric_values[m->name()] = m->result(group);

@@ -98,9 +98,11 @@ struct EvalResult {
 // One pass over epoch 0 of the loader in eval mode without gradients. With a group, each rank
 // passes over its own shard and the sums (loss * count, correct predictions, samples, the
 // confusion matrix) are summed over the ranks: every rank gets the result for the whole data.
-// Each of `metrics` is reset, fed every batch and read into EvalResult::metrics.
+// Each of `metrics` is reset, fed every batch and read into EvalResult::metrics. `progress`, when
+// given, is called after each batch with the batches done and the loader's count.
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
-                    dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {});
+                    dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
+                    const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);

@@ -162,6 +162,19 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
   *out_ << "\r" << fit_line(candidates, columns_) << "\033[K" << std::flush;
 }
 
+void ProgressBar::validating(int64_t batch, int64_t batches) {
+  if (out_ == nullptr || !tty_) return;
+  const auto now = Clock::now();
+  if (batch < batches && std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds) return;
+  last_draw_ = now;
+  const std::string count = std::to_string(batch) + "/" + std::to_string(batches);
+  *out_ << "\r"
+        << fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) + " - validating " + count,
+                     prefix() + " validating " + count, "validating " + count},
+                    columns_)
+        << "\033[K" << std::flush;
+}
+
 void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
   if (out_ == nullptr) return;
   const std::string head = prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_);
@@ -174,6 +187,14 @@ void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
     if (it == metrics.end()) continue;
     full.push_back(metric(name, it->second));
     shorter.push_back(metric(abbreviation, it->second));
+  }
+  for (const auto& [name, value] : metrics) {  // FitOptions::metrics: precision, val_auc, ...
+    if (name == "loss" || name == "accuracy" || name == "val_loss" || name == "val_accuracy" || name == "lr" ||
+        name == "seconds") {
+      continue;
+    }
+    full.push_back(metric(name.c_str(), value));
+    shorter.push_back(metric(name.c_str(), value));
   }
   if (!tty_) {
     *out_ << join(full, " - ") << "\n" << std::flush;

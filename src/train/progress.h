@@ -26,7 +26,11 @@ class ProgressBar {
   bool due(int64_t step) const;
   // `samples`: those seen this epoch, for images/s (negative: not shown).
   void draw(int64_t step, double loss, double accuracy, int64_t samples = -1);
-  // The epoch's closing line with its metrics and duration.
+  // On a terminal: "validating k/N" in place of the bar while the validation data is evaluated
+  // (redrawn no more often than the bar); nothing into a file or pipe.
+  void validating(int64_t batch, int64_t batches);
+  // The epoch's closing line with its metrics (loss, accuracy, their validation values, then any
+  // other metric but the learning rate) and duration.
   void finish(const EpochMetrics& metrics, double seconds);
 
  private:

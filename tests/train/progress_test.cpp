@@ -78,6 +78,21 @@ TEST(Progress, PlainLinesStayWholeOffATerminal) {
       << out.str();
 }
 
+TEST(Progress, ValidationShowsOnATerminalAndOtherMetricsCloseTheEpoch) {
+  for (bool tty : {true, false}) {
+    std::ostringstream out;
+    train::ProgressBar bar(&out, tty, 2, 5, 10, 0, false, 80);
+    bar.validating(1, 4);  // at once: the bar was drawn at its start only
+    bar.validating(4, 4);  // the last batch always draws
+    bar.finish({{"loss", 0.5}, {"val_loss", 0.6}, {"val_f1", 0.75}, {"lr", 1e-3}}, 3.0);
+    const std::string text = out.str();
+    EXPECT_EQ(text.find("validating 4/4") != std::string::npos, tty) << text;
+    EXPECT_NE(text.find("val_f1 0.7500"), std::string::npos) << text;
+    EXPECT_EQ(text.find("lr"), std::string::npos) << text;
+    for (const std::string& line : screen_lines(text)) EXPECT_LE(line.size(), 79u) << line;
+  }
+}
+
 TEST(Progress, FitLineTakesTheFirstCandidateThatFits) {
   EXPECT_EQ(train::fit_line({"a long line", "short", "x"}, 8), "short");
   EXPECT_EQ(train::fit_line({"a long line"}, 5), "a lo");
