@@ -114,7 +114,17 @@ struct PredictArgs {
   std::string dump;  // also write the preprocessed inputs and outputs (tools/compare_torch.py)
 };
 
+// `import`: a PyTorch state_dict in safetensors made into a model file (import_command.cpp).
+struct ImportArgs {
+  std::string model = "seed_cnn";
+  std::string weights;  // safetensors.torch.save_file(model.state_dict(), ...)
+  std::string out = "imported.safetensors";
+  std::vector<std::string> classes{"cat", "dog"};
+  std::string resize = "bilinear";
+};
+
 int run_train(const TrainArgs& args);
+int run_import(const ImportArgs& args);
 int run_evaluate(const EvaluateArgs& args);
 int run_predict(const PredictArgs& args);
 

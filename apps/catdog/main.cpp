@@ -140,12 +140,26 @@ int main(int argc, char** argv) {
   predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)")
       ->check(kNonEmpty);
 
+  ImportArgs im;
+  auto* import = app.add_subcommand("import", "make a loom model file of a PyTorch state_dict saved with "
+                                    "safetensors (same architecture: seed_cnn or classic_cnn)");
+  import->add_option("--model", im.model, "seed_cnn or classic_cnn")->capture_default_str();
+  import->add_option("--weights", im.weights, "safetensors.torch.save_file(model.state_dict(), FILE)")->required();
+  import->add_option("--out", im.out, "the model file to write")->capture_default_str()->check(kNonEmpty);
+  import->add_option("--classes", im.classes, "class names of labels 0 and 1")->delimiter(',')->expected(2);
+  import->add_option("--resize", im.resize, "how predict and evaluate resize photographs to 64x64")
+      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))->capture_default_str();
+  import->footer("Example:\n  python3 -c \"...; safetensors.torch.save_file(model.state_dict(), 'seed.safetensors')\"\n"
+                 "  loom-catdog import --model seed_cnn --weights seed.safetensors --out seed.loom.safetensors\n"
+                 "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
+
   CLI11_PARSE(app, argc, argv);
   if (gpus_flag->count() > 0) t.gpus = gpus;
   if (world_flag->count() > 0) t.world_size = world_size;
   try {
     if (*train) return run_train(t);
     if (*evaluate) return run_evaluate(e);
+    if (*import) return run_import(im);
     return run_predict(p);
   } catch (const std::exception& err) {
     std::fflush(stdout);

@@ -126,14 +126,14 @@ void write_with_optional_pause(const std::string& path, const std::string& bytes
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const TrainingState& state, const Preprocessing& preprocessing) {
   NamedTensors tensors;
-  for (const auto& [name, tensor] : model.state_dict()) tensors.emplace_back(kModelPrefix + name, tensor);
+  for (const auto& [name, tensor] : model.state_dict()) tensors.insert(kModelPrefix + name, tensor);
   const optim::OptimizerState optim_state = optimizer.state_dict();
-  for (const auto& [name, tensor] : optim_state.tensors) tensors.emplace_back(kOptimPrefix + name, tensor);
+  for (const auto& [name, tensor] : optim_state.tensors) tensors.insert(kOptimPrefix + name, tensor);
   LOOM_CHECK(state.loss_sum.defined() == state.correct_sum.defined(), "save_checkpoint(", path,
              "): loss_sum and correct_sum must both be set or both be empty");
   if (state.loss_sum.defined()) {
-    tensors.emplace_back("train.loss_sum", state.loss_sum);
-    tensors.emplace_back("train.correct_sum", state.correct_sum);
+    tensors.insert("train.loss_sum", state.loss_sum);
+    tensors.insert("train.correct_sum", state.correct_sum);
   }
   Metadata metadata = detail::model_metadata(model, preprocessing, "checkpoint");
   metadata["loom.optimizer"] = optimizer_json(optim_state);

@@ -201,11 +201,9 @@ nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, c
 
 void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
                 const Metadata& extra) {
-  NamedTensors tensors;
-  for (const auto& [name, tensor] : model.state_dict()) tensors.emplace_back(name, tensor);
   Metadata metadata = detail::model_metadata(model, preprocessing, "model");
   metadata.insert(extra.begin(), extra.end());  // keeps the description's own entries
-  save_safetensors(path, tensors, metadata);
+  save_safetensors(path, model.state_dict(), metadata);
 }
 
 LoadedModel load_model(const std::string& path, Device device) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include "loom/io/atomic_file.h"
 #include "loom/nn/untrusted_json.h"
@@ -58,9 +57,7 @@ struct Entry {
 }  // namespace
 
 const Tensor& TensorFile::at(const std::string& name) const {
-  for (const auto& [n, t] : tensors) {
-    if (n == name) return t;
-  }
+  if (tensors.contains(name)) return tensors.at(name);
   LOOM_FAIL("tensor file has no tensor named \"", nn::excerpt(name), "\"");
 }
 
@@ -68,12 +65,10 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::set<std::string> names;
   std::vector<Tensor> host;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name, "\"");
-    LOOM_CHECK(names.insert(name).second, "safetensors: tensor name \"", name, "\" appears twice");
     LOOM_CHECK(tensor.defined(), "safetensors: tensor \"", name, "\" is undefined");
     Tensor t = tensor.detach().to(kCPU).contiguous();
     const uint64_t bytes = t.nbytes();
@@ -179,7 +174,7 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
   for (const Entry& e : entries) {
     Tensor t = empty(e.shape, e.dtype);
     if (e.end > e.begin) std::memcpy(t.raw_data(), data + e.begin, e.end - e.begin);
-    file.tensors.emplace_back(e.name, device.is_cpu() ? t : t.to(device));
+    file.tensors.insert(e.name, device.is_cpu() ? t : t.to(device));
   }
   return file;
 }

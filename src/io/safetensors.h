@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/nn/named_tensors.h"
 #include "loom/tensor/tensor.h"
 
 namespace loom::io {
@@ -20,7 +21,9 @@ namespace loom::io {
 // a crafted file cost loom 1.8 GB and 4 s.
 inline constexpr uint64_t kMaxHeaderBytes = 16u << 20;
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+// The same ordered name -> tensor map as a module's state_dict(), so that a file's tensors go
+// straight into load_state_dict().
+using NamedTensors = nn::NamedTensors;
 using Metadata = std::map<std::string, std::string>;
 
 struct TensorFile {

@@ -171,8 +171,7 @@ TEST_F(Catdog, BadModelFilesAndImagesEndWithAClearMessage) {
   Generator gen(2);
   auto seed = nn::seed_cnn(nn::Init::Keras, &gen);
   auto classic = nn::classic_cnn(nn::Init::Keras, &gen);
-  io::NamedTensors tensors;
-  for (const auto& [name, t] : seed->state_dict()) tensors.emplace_back(name, t);
+  const io::NamedTensors tensors = seed->state_dict();
   io::Preprocessing prep;
   prep.class_names = {"cat", "dog"};
   io::save_safetensors(root_ + "/other.st", tensors, io::detail::model_metadata(*classic, prep, "model"));

@@ -61,9 +61,8 @@ class Crash : public ::testing::Test {
                          straight_model = io::load_safetensors(root_ + "/straight.st");
     EXPECT_EQ(resumed_model.metadata, straight_model.metadata);
     ASSERT_EQ(resumed_model.tensors.size(), straight_model.tensors.size());
-    for (size_t i = 0; i < straight_model.tensors.size(); ++i) {
-      EXPECT_EQ(resumed_model.tensors[i].second.to_vector<float>(), straight_model.tensors[i].second.to_vector<float>())
-          << straight_model.tensors[i].first;
+    for (const auto& [name, tensor] : straight_model.tensors) {
+      EXPECT_EQ(resumed_model.tensors.at(name).to_vector<float>(), tensor.to_vector<float>()) << name;
     }
   }
 

@@ -126,7 +126,7 @@ TEST_F(Hostile, AClassWithoutOneDecodableImageIsAnError) {
 TEST_F(Hostile, NonFiniteOutputsAreAnErrorInPredictAndEvaluate) {
   ASSERT_EQ(train_status_, 0) << train_out_;
   io::TensorFile file = io::load_safetensors(root_ + "/m.st");
-  for (auto& [name, t] : file.tensors) t.fill_(std::nan(""));
+  for (const auto& [name, t] : file.tensors) Tensor(t).fill_(std::nan(""));  // the handle shares the storage
   const std::string nan_model = root_ + "/nan.st", image = root_ + "/data/val/dog/1.png";
   io::save_safetensors(nan_model, file.tensors, file.metadata);
   const std::string text = expect_prompt_error({"predict", "--device", "cpu", "--model", nan_model, image},

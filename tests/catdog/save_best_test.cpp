@@ -61,11 +61,10 @@ class SaveBest : public ::testing::Test {
   // Bit for bit the same tensors under the same names.
   static bool same_weights(const std::string& a, const std::string& b) {
     const io::TensorFile x = io::load_safetensors(a), y = io::load_safetensors(b);
-    if (x.tensors.size() != y.tensors.size()) return false;
-    for (size_t i = 0; i < x.tensors.size(); ++i) {
-      if (x.tensors[i].first != y.tensors[i].first || x.tensors[i].second.shape() != y.tensors[i].second.shape() ||
-          x.tensors[i].second.to_vector<float>() != y.tensors[i].second.to_vector<float>())
-        return false;
+    if (x.tensors.keys() != y.tensors.keys()) return false;
+    for (const auto& [name, t] : x.tensors) {
+      const Tensor& u = y.tensors.at(name);
+      if (t.shape() != u.shape() || t.to_vector<float>() != u.to_vector<float>()) return false;
     }
     return true;
   }

@@ -52,9 +52,7 @@ class HostileCheckpoint : public CraftedFiles {
   // The good checkpoint with one tensor replaced.
   std::string with_tensor(const std::string& name, const std::string& tensor, const Tensor& value) {
     io::TensorFile file = io::load_safetensors(path("good.ckpt"));
-    for (auto& [n, t] : file.tensors) {
-      if (n == tensor) t = value;
-    }
+    if (file.tensors.contains(tensor)) file.tensors.at(tensor) = value;
     io::save_safetensors(path(name), file.tensors, file.metadata);
     return path(name);
   }

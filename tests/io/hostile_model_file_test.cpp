@@ -29,11 +29,7 @@ class Opaque : public nn::Module {
   std::string type_name() const override { return "HostileOpaque"; }
 };
 
-io::NamedTensors tensors_of(const nn::Module& model) {
-  io::NamedTensors out;
-  for (const auto& [name, t] : model.state_dict()) out.emplace_back(name, t);
-  return out;
-}
+io::NamedTensors tensors_of(const nn::Module& model) { return model.state_dict(); }
 
 io::Preprocessing prep() {
   io::Preprocessing p;
@@ -112,8 +108,8 @@ TEST_F(HostileModelFile, ASpecAskingForMoreThanTheFileHoldsIsRefusedBeforeAlloca
   EXPECT_EQ(io::load_model(path("fitting.st")).model->state_dict().keys(),
             fitting.state_dict().keys());
   // The same through the spec's names: a tensor the spec does not have, or one it lacks.
-  io::NamedTensors renamed = tensors_of(*model);
-  renamed[0].first = "0.weights";
+  io::NamedTensors renamed;
+  for (const auto& [name, t] : tensors_of(*model)) renamed.insert(name == "0.weight" ? "0.weights" : name, t);
   write_model(path("renamed.st"), model->spec_json(), renamed);
   EXPECT_REFUSED(io::load_model(path("renamed.st")), path("renamed.st"), "0.weights", "0.weight");
 }
@@ -172,10 +168,10 @@ TEST_F(HostileModelFile, OversizedOrInconsistentPreprocessingIsRefused) {
 TEST_F(HostileModelFile, TensorsOfAnotherDtypeAreRefusedNotConverted) {
   const auto model = tiny();
   io::NamedTensors tensors = tensors_of(*model);
-  tensors[0].second = zeros({2, 3}, kInt32);
+  tensors.at("0.weight") = zeros({2, 3}, kInt32);
   write_model(path("i32.st"), model->spec_json(), tensors);
   EXPECT_REFUSED(io::load_model(path("i32.st")), path("i32.st"), "0.weight", "int32", "float32");
-  tensors[0].second = zeros({2, 3}, kFloat64);
+  tensors.at("0.weight") = zeros({2, 3}, kFloat64);
   write_model(path("f64.st"), model->spec_json(), tensors);
   EXPECT_REFUSED(io::load_model(path("f64.st")), path("f64.st"), "0.weight", "float64");
 }
@@ -294,7 +290,7 @@ TEST_F(HostileModelFile, UntrustedTextInMessagesIsCutShort) {
   }
   // Thousands of unexpected tensors are summarised, not listed.
   io::NamedTensors many = tensors_of(*model);
-  for (int i = 0; i < 5000; ++i) many.emplace_back("extra." + std::to_string(i), zeros({1}));
+  for (int i = 0; i < 5000; ++i) many.insert("extra." + std::to_string(i), zeros({1}));
   write_model(path("many.st"), model->spec_json(), many);
   EXPECT_REFUSED(io::load_model(path("many.st")), path("many.st"), "extra.0", "more");
 }

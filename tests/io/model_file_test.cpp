@@ -51,7 +51,7 @@ TEST_F(ModelFile, RoundTripRebuildsTheModelAndItsPredictions) {
   EXPECT_EQ(nn::predict(*loaded.model, x).to_vector<float>(), nn::predict(*model, x).to_vector<float>());
   // PyTorch's names: the file's tensors are the state_dict's, with no prefix.
   const io::TensorFile file = io::load_safetensors(path("m.safetensors"));
-  EXPECT_EQ(file.tensors.front().first, "0.weight");
+  EXPECT_EQ(file.tensors.keys().front(), "0.weight");
   EXPECT_EQ(file.metadata.at("format"), "pt");
 }
 
@@ -82,8 +82,7 @@ TEST_F(ModelFile, TruncatedGarbageAndForeignFilesNameTheFileAndProblem) {
   EXPECT_LOOM_ERROR(io::load_model(path("plain")), "not a loom model file");
   // The weights of another architecture under this spec.
   auto other = nn::classic_cnn(nn::Init::Keras, &gen);
-  io::NamedTensors tensors;
-  for (const auto& [name, t] : other->state_dict()) tensors.emplace_back(name, t);
+  const io::NamedTensors tensors = other->state_dict();
   io::save_safetensors(path("mixed"), tensors, io::detail::model_metadata(*model, prep(), "model"));
   EXPECT_LOOM_ERROR(io::load_model(path("mixed")), "do not fit the architecture");
   // A spec that names no known module.
@@ -137,8 +136,7 @@ TEST_F(ModelFile, InterpolationRoundTripsAndOlderFilesReadAsNearest) {
   old.erase("interpolation");
   io::Metadata metadata = io::detail::model_metadata(*model, area, "model");
   metadata["loom.preprocessing"] = old.dump();
-  io::NamedTensors tensors;
-  for (const auto& [name, t] : model->state_dict()) tensors.emplace_back(name, t);
+  const io::NamedTensors tensors = model->state_dict();
   io::save_safetensors(path("old.st"), tensors, metadata);
   const io::LoadedModel loaded = io::load_model(path("old.st"));
   EXPECT_EQ(loaded.preprocessing.interpolation, data::Interpolation::Nearest);
@@ -152,8 +150,7 @@ TEST_F(ModelFile, UnknownInterpolationNamesTheFileAndValue) {
   j["interpolation"] = "bicubic";
   io::Metadata metadata = io::detail::model_metadata(*model, prep(), "model");
   metadata["loom.preprocessing"] = j.dump();
-  io::NamedTensors tensors;
-  for (const auto& [name, t] : model->state_dict()) tensors.emplace_back(name, t);
+  const io::NamedTensors tensors = model->state_dict();
   io::save_safetensors(path("bicubic.st"), tensors, metadata);
   EXPECT_LOOM_ERROR(io::load_model(path("bicubic.st")), path("bicubic.st") + ": preprocessing interpolation \"bicubic\"");
   // Not a string at all.

@@ -157,7 +157,10 @@ TEST_F(Safetensors, WritesAreAtomicAndFailuresLeaveNothing) {
   const std::string target = path("m.safetensors");
   io::save_safetensors(target, {{"w", ones({4})}});
   // A failed write (a bad tensor name, found only while serialising) keeps the old file.
-  EXPECT_LOOM_ERROR(io::save_safetensors(target, {{"w", ones({4})}, {"w", ones({2})}}), "appears twice");
+  EXPECT_LOOM_ERROR(io::save_safetensors(target, {{"w", ones({2})}, {"__metadata__", ones({2})}}),
+                    "invalid tensor name \"__metadata__\"");
+  // Duplicate names cannot even be put together: NamedTensors refuses the second.
+  EXPECT_LOOM_ERROR((io::NamedTensors{{"w", ones({4})}, {"w", ones({2})}}), "duplicate name \"w\"");
   EXPECT_EQ(io::load_safetensors(target).at("w").numel(), 4);
   // A failure inside the byte stream removes the temporary file.
   EXPECT_LOOM_ERROR(io::write_file_atomically(target, [](const io::ByteSink& sink) {
