@@ -44,6 +44,22 @@ for program in "$catdog" "$tool"; do
   [ -x "$program" ] || fail "no $program: build the loom-catdog and cluster_tool targets of $build"
 done
 
+# ---- the work folder: checked before anything is made ----------------------------------------
+if [ -n "$work" ]; then
+  work=$(realpath -m "$work")
+  # A unix socket's path has at most 107 bytes.
+  [ $((${#work} + 20)) -le 107 ] || fail "--work $work: the path is too long for munged's socket"
+  # A folder of an earlier run is reused (its state would bring back that run's jobs); any other
+  # folder must be new or empty.
+  [ -f "$work/.slurm-local" ] || [ ! -e "$work" ] || [ -z "$(ls -A "$work" 2> /dev/null)" ] ||
+    fail "--work $work is not empty and not a folder of an earlier slurm-local run"
+  # munged refuses a socket below a folder that others cannot enter.
+  for dir in $(d=$work; while [ "$d" != / ]; do d=$(dirname "$d"); echo "$d"; done); do
+    [ -d "$dir" ] && [[ ! $(stat -c %A "$dir") == ?????????[xt] ]] &&
+      fail "--work $work: munged needs every folder above its socket searchable by all, and $dir is not (chmod o+x)"
+  done
+fi
+
 # ---- can Slurm run here? -------------------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "slurmd starts each job's processes as its user, which needs root (this is uid $(id -u))"
 for command in munged munge unmunge slurmctld slurmd srun sbatch squeue scancel scontrol sinfo; do
@@ -56,33 +72,21 @@ getent hosts "$node" > /dev/null ||
 
 if [ -z "$work" ]; then
   work=$(mktemp -d /tmp/loom-slurm.XXXXXX)
-  chmod 755 "$work"
   remove_work=1
 else
-  # A folder of an earlier run is reused (its state would bring back that run's jobs); any other
-  # folder must be new or empty.
-  if [ -f "$work/.slurm-local" ]; then
-    rm -rf "${work:?}"/* "$work/.slurm-local"
-  elif [ -e "$work" ] && [ -n "$(ls -A "$work" 2> /dev/null)" ]; then
-    fail "--work $work is not empty and not a folder of an earlier slurm-local run"
-  fi
+  rm -rf "${work:?}"/* "$work/.slurm-local"
   mkdir -p "$work" || fail "--work $work: cannot make the folder"
-  work=$(cd "$work" && pwd)
   remove_work=0
 fi
+chmod 755 "$work"
 touch "$work/.slurm-local"
-# munged refuses a socket below a folder that others cannot enter.
-for dir in "$work" $(d=$work; while [ "$d" != / ]; do d=$(dirname "$d"); echo "$d"; done); do
-  [[ $(stat -c %A "$dir") == ?????????[xt] ]] ||
-    fail "--work $work: munged needs every folder above its socket searchable by all, and $dir is not (chmod o+x)"
-done
 socket=$work/munge/munge.socket
-# A unix socket's path has at most 107 bytes.
-[ ${#socket} -le 100 ] || fail "--work $work: the path is too long for munged's socket ($socket)"
 mkdir -p "$work"/{munge,state,spool,log,dev,tmp,runs}
 chmod 755 "$work/munge"
-mknod "$work/dev/nvidia0" c 1 3 2> /dev/null && mknod "$work/dev/nvidia1" c 1 3 2> /dev/null ||
+if ! { mknod "$work/dev/nvidia0" c 1 3 && mknod "$work/dev/nvidia1" c 1 3; } 2> /dev/null; then
+  [ "$remove_work" = 1 ] && rm -rf "$work"
   skip "cannot make the stand-in GPU device nodes for the recipe's --gpus-per-task (mknod in $work/dev)"
+fi
 export SLURM_CONF=$work/slurm.conf
 # Every process of the jobs carries this (srun and sbatch pass their environment on), so that
 # the cleanup finds the ones left behind; the script's own helpers do not.
@@ -110,7 +114,7 @@ leftovers() {
     cmd=$(tr '\0' ' ' 2> /dev/null < "$proc/cmdline") || continue
     if [[ $cmd =~ ^slurmstepd:\ \[([0-9]+)\. ]]; then
       job=${BASH_REMATCH[1]}
-      [ -n "${first_job:-}" ] && [ "$job" -ge "$first_job" ] && [ "$job" -lt $((first_job + 1000)) ] && echo "$pid"
+      [ -n "${first_job:-}" ] && [ "$job" -ge "$first_job" ] && [ "$job" -lt $((first_job + 20)) ] && echo "$pid"
     elif tr '\0' '\n' 2> /dev/null < "$proc/environ" | grep -qxF "$tag"; then
       echo "$pid"
     fi
@@ -283,8 +287,8 @@ bounded() {  # SECONDS COMMAND...: COMMAND under timeout, at most until the dead
 export OMP_NUM_THREADS=1
 "$tool" photos "$work/data" || fail "could not write the photo folder"
 runs=$work/runs
-train_on() {  # DATA: the training of every run, 2 epochs of 6 steps of 2 ranks x 4 images
-  train=(train --data "$1" --epochs 2 --batch-size 4 --device cpu --workers 0 --seed 3 --print-losses)
+train_on() {  # DATA [EPOCHS]: the training of every run, 2 epochs of 6 steps of 2 ranks x 4 images
+  train=(train --data "$1" --epochs "${2:-2}" --batch-size 4 --device cpu --workers 0 --seed 3 --print-losses)
 }
 train_on "$work/data"
 
@@ -333,6 +337,22 @@ LOOM_SLURM_LOCAL=$work bounded 60 srun -n 2 --time=2 --job-name=loom-srun --kill
   fail "srun -n 2 loom-catdog failed: $(tail -n 5 "$runs/srun.err")"
 same_training "srun -n 2" "$runs/srun.out" "$runs/srun.metrics.csv"
 say "srun -n 2 loom-catdog train: 12 steps, losses and metrics as --world-size 2 ($(elapsed))"
+
+# A lost rank: rank 1 is killed (SIGKILL) once rank 0 has printed step 3 of a long run. Rank 0
+# must end by itself (no --kill-on-bad-exit here) with loom's error, not wait for it.
+train_on "$work/data" 100
+lost=$runs/lost.out
+LOST=$lost LOOM_SLURM_LOCAL=$work bounded 60 srun -n 2 --time=2 --job-name=loom-lost bash -c '
+    [ "$SLURM_PROCID" = 0 ] && exec "$@"
+    "$@" &
+    until grep -q "^step 3 " "$LOST"; do kill -0 $! 2> /dev/null || exit 3; sleep 0.05; done
+    kill -KILL $!' rank "$catdog" "${train[@]}" --out "$runs/lost.st" > "$lost" 2> "$runs/lost.err"
+status=$?
+[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "srun with rank 1 killed ended with status $status, not a failure in time"
+grep -q "^step 3 " "$lost" || fail "rank 0 never printed step 3: $(tail -n 5 "$runs/lost.err")"
+grep -q "loom-catdog: error: .*" "$runs/lost.err" || fail "rank 0 did not end with loom's error: $(tail -n 5 "$runs/lost.err")"
+say "rank 1 killed at step $(grep -c '^step ' "$lost"): rank 0 stopped with '$(grep -m 1 -o 'loom-catdog: error: .\{0,120\}' "$runs/lost.err")' ($(elapsed))"
+train_on "$work/data"
 
 # sbatch JOB_ARGS...: submits the job and waits for its end (polling slurmctld every 0.2 s, where
 # sbatch --wait sleeps 2, 4, 8 ... s between looks); its id in $job. Fails when it runs past
