@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: scripts/slurm-local.sh [--build DIR] [--work DIR] [--fail-job] [--shell]" >&2; exit 2 ;;
   esac
 done
+build=$(realpath -m "$build")
 catdog=$build/apps/catdog/loom-catdog
 tool=$build/tests/cluster_tool
 for program in "$catdog" "$tool"; do
@@ -360,6 +361,8 @@ train_on "$work/data"
 batch() {  # SECONDS JOB_ARGS...
   local seconds=$1 state="" code
   shift
+  [ $((deadline - SECONDS)) -lt "$seconds" ] && seconds=$((deadline - SECONDS))
+  [ "$seconds" -gt 0 ] || fail "out of time (LOOM_SLURM_LOCAL_SECONDS) before: sbatch $*"
   job=$(LOOM_SLURM_LOCAL=$work sbatch --parsable "$@") || fail "sbatch $* was refused"
   job=${job%%;*}
   for _ in $(seq $((seconds * 5))); do

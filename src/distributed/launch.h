@@ -75,7 +75,8 @@ GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options
 
 // The backend init_from_environment joins `env`'s job with for `device`: `backend` unless it is
 // Auto, else as above (nccl, mpi, tcp, or threads for a world of one).
-Backend launch_backend(const LaunchEnvironment& env, Device device, Backend backend = Backend::Auto);
+Backend launch_backend(const LaunchEnvironment& env, Device device,
+                       Backend backend = Backend::Auto);
 
 // The seed rank `rank` derives from `seed`: rank 0 keeps it, the others get a mix of both.
 uint64_t rank_seed(uint64_t seed, int rank);

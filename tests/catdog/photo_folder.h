@@ -2,17 +2,18 @@
 // here, so programs that are not tests (tests/cluster's cluster_tool) make the same folder.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <filesystem>
 #include <string>
-
-#include <loom/loom.h>
 
 namespace loom::testing {
 
 namespace fs = std::filesystem;
 
 // root/{train,val}/{cat,dog}/*.png: small 16x16 pictures, dogs brighter on the left.
-inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val, uint64_t seed) {
+inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val,
+                              uint64_t seed) {
   Generator gen(seed);
   for (const char* split : {"train", "val"}) {
     const int n = std::string(split) == "train" ? per_class_train : per_class_val;
@@ -23,7 +24,8 @@ inline void make_photo_folder(const std::string& root, int per_class_train, int 
         Tensor img = uniform({16, 16, 3}, 0.0, 180.0, kFloat32, &gen);
         Tensor half = img.narrow(1, label ? 0 : 8, 8);
         half.copy_(half + 70.0);
-        data::write_file((dir / (std::to_string(i) + ".png")).string(), data::encode_png(img.to(kUInt8)));
+        data::write_file((dir / (std::to_string(i) + ".png")).string(),
+                         data::encode_png(img.to(kUInt8)));
       }
     }
   }

@@ -4,13 +4,13 @@
 //                                        dist::local_cuda_device picks among K visible ones), and
 //                                        the CUDA_VISIBLE_DEVICES its launcher set
 //   cluster_tool photos DIR              the small cat/dog photo folder the catdog tests train on
+#include <loom/loom.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <string>
-
-#include <loom/loom.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "catdog/photo_folder.h"
 

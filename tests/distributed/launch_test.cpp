@@ -143,9 +143,8 @@ TEST(LaunchBackend, AutoIsNcclForGpusAndMpiOrTcpForCpus) {
   EXPECT_EQ(dist::launch_backend(env, kCUDA), dist::Backend::Nccl);
   EXPECT_EQ(dist::launch_backend(env, kCPU, dist::Backend::Mpi), dist::Backend::Mpi);
   env.launcher = "mpirun";
-  EXPECT_EQ(dist::launch_backend(env, kCPU), dist::backend_available(dist::Backend::Mpi)
-                                                 ? dist::Backend::Mpi
-                                                 : dist::Backend::Tcp);
+  EXPECT_EQ(dist::launch_backend(env, kCPU),
+            dist::backend_available(dist::Backend::Mpi) ? dist::Backend::Mpi : dist::Backend::Tcp);
   env.world_size = 1;
   EXPECT_EQ(dist::launch_backend(env, kCPU), dist::Backend::Threads);
 }
