@@ -2,10 +2,11 @@
 # A real Slurm on this one machine: munged, slurmctld and slurmd with a generated configuration
 # in a work folder (nothing under /etc is read or written; one node with this machine's CPUs and
 # two stand-in GPUs, device nodes aliasing /dev/null), then loom-catdog trained as 2 CPU ranks
-# by `srun -n 2` and by `sbatch --wait` of deploy/slurm/loom.sbatch (--gpus-per-task 1), each
+# by `srun -n 2` and by an sbatch job of deploy/slurm/loom.sbatch (--gpus-per-task 1), each
 # checked against `--world-size 2` in one process: the same loss at every step and the same
-# metrics every epoch. Every daemon it started is stopped when it ends, passed or failed.
-# ctest -L cluster runs it (tests/cluster/setup.cmake).
+# metrics every epoch. Also: each rank of the recipe finds its rank, its own GPU and the
+# rendezvous, and a rank killed mid-epoch ends the other with loom's error. Every daemon it
+# started is stopped when it ends, passed or failed. ctest -L cluster runs it (tests/cluster).
 #   scripts/slurm-local.sh [--build DIR] [--work DIR] [--fail-job] [--shell]
 #     --build DIR  a build with apps/catdog/loom-catdog and tests/cluster_tool (default: build)
 #     --work DIR   configuration, state, logs and runs (default: a new folder in /tmp, removed
@@ -181,7 +182,7 @@ free_port() {
   done
   fail "no free port pair found in 40000-49999"
 }
-slurm_port=$(free_port)
+slurm_port=$(free_port) || exit 1
 for _ in $(seq 50); do
   first_job=$((1000 + RANDOM % 18000))
   port_free $((20000 + first_job)) && port_free $((20001 + first_job)) &&
