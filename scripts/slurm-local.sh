@@ -151,6 +151,13 @@ cleanup() {
   mapfile -t strays < <(leftovers)
   [ ${#strays[@]} -gt 0 ] && stop_pids "${strays[@]}"
   alive "${munged_pid:-}" && stop_pids "$munged_pid"
+  # A job's slurmstepd is the init process's child once it detaches: give init a moment to reap
+  # the ones that just ended, so that nothing named slurm is left, not even a zombie.
+  for _ in $(seq 20); do
+    cat /proc/[0-9]*/status 2> /dev/null |
+      awk '/^Name:/ { name = $2 } /^State:/ && name == "slurmstepd" && $2 == "Z" { found = 1 } END { exit !found }' || break
+    sleep 0.1
+  done
   local left="" name
   while read -r name pid; do alive "$pid" && left+=" $name ($pid)"; done < "$pids_file"
   for pid in $(leftovers); do left+=" job process $pid"; done

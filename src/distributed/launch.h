@@ -50,9 +50,9 @@ struct LaunchEnvironment {
 
 // Reads Open MPI's (OMPI_COMM_WORLD_*), srun's (SLURM_PROCID, SLURM_STEP_NUM_TASKS,
 // SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE, the first host of SLURM_STEP_NODELIST, a port from
-// SLURM_JOB_ID) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR, MASTER_PORT) variables, in that order; MASTER_ADDR/MASTER_PORT, when set, name
-// the rendezvous under any launcher. Throws naming the variable when a value is malformed.
+// SLURM_JOB_ID) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)
+// variables, in that order; MASTER_ADDR/MASTER_PORT, when set, name the rendezvous under any
+// launcher. Throws naming the variable when a value is malformed.
 LaunchEnvironment read_launch_environment();
 
 // The CUDA device index of this process's rank among the `visible` devices it sees:
