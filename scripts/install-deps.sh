@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages loom builds and tests with, only those missing (idempotent).
 # LOOM_WITH_PLOTTING=1 adds matplotlib for tools/plot_metrics.py; LOOM_WITH_FUZZ=1 clang.
+# slurm-wlm, munge and python3-yaml are for the cluster tests (tests/cluster), which start their
+# own daemons: the packages' services are not started here (see policy-rc.d below).
 # Needs root or sudo. The CUDA toolkit, cuDNN and NCCL are not Debian packages here: loom
 # builds its CUDA backend when it finds them (in /usr/local/cuda or the system folders).
 set -euo pipefail
@@ -12,6 +14,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  slurm-wlm munge python3-yaml
 )
 [ "${LOOM_WITH_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 # tools/plot_metrics.py's charts: LOOM_WITH_PLOTTING=1 scripts/install-deps.sh
@@ -27,5 +30,12 @@ sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Without systemd, dpkg would start munged (and try slurmctld and slurmd) from their init scripts
+# on installation; Debian's policy-rc.d answer 101 tells it not to, for this install only.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d > /dev/null
+  $sudo chmod 755 /usr/sbin/policy-rc.d
+  trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -91,7 +91,7 @@ LaunchPlan launcher_plan(const TrainArgs& a, const dist::LaunchEnvironment& env,
                  : kCPU;
   LOOM_CHECK(!a.gpus || a.device.empty() || a.device == "cuda", "--gpus with --device ", a.device,
              ": --gpus trains on GPUs");
-  p.backend = backend;
+  p.backend = dist::launch_backend(env, p.device, backend);  // the header names the one used
   return p;
 }
 

@@ -1,4 +1,5 @@
-// read_launch_environment: the variables that Open MPI, Slurm and torchrun-style launchers set.
+// read_launch_environment: the variables that Open MPI, Slurm and torchrun-style launchers set;
+// local_cuda_device: the GPU of a rank among those its launcher left visible.
 #include <cstdlib>
 #include <string>
 
@@ -105,6 +106,18 @@ LaunchEnvironment read_launch_environment() {
   }
   check_consistent(env);
   return env;
+}
+
+int local_cuda_device(const LaunchEnvironment& env, int visible) {
+  LOOM_CHECK(visible >= 1, "launch (", env.launcher, "): rank ", env.rank, " (local rank ",
+             env.local_rank, ") needs a GPU, but no CUDA device is visible");
+  if (visible == 1) return 0;  // the launcher gave this task its own GPU
+  LOOM_CHECK(env.local_rank < visible, "launch (", env.launcher, "): rank ", env.rank,
+             " is local rank ", env.local_rank, " of ", env.local_world_size,
+             " on its node, which needs cuda:", env.local_rank, ", but ", visible,
+             " CUDA devices are visible; give each task one GPU (srun --gpus-per-task 1) or "
+             "every task all of the node's");
+  return env.local_rank;
 }
 
 }  // namespace loom::dist

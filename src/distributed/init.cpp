@@ -63,11 +63,9 @@ GroupPtr keeping(GroupPtr group, std::shared_ptr<void> alongside) {
 bool mpi_launched(const LaunchEnvironment& env) { return env.launcher == "mpirun"; }
 
 GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions& options) {
-  LOOM_CHECK(env.local_rank < cuda_device_count(), "init_from_environment: rank ", env.rank,
-             " has local rank ", env.local_rank, ", which needs cuda:", env.local_rank, " but ",
-             cuda_device_count(), " CUDA devices are visible");
-  cuda::DeviceGuard guard(env.local_rank);
-  if (env.world_size == 1) return make_nccl_group(nccl_unique_id(), 0, 1, env.local_rank, options);
+  const int device = local_cuda_device(env, cuda_device_count());
+  cuda::DeviceGuard guard(device);
+  if (env.world_size == 1) return make_nccl_group(nccl_unique_id(), 0, 1, device, options);
   NcclId id{};
   if (mpi_launched(env) && backend_available(Backend::Mpi) && env.master_addr.empty()) {
     // Open MPI already joined the processes: its broadcast hands out the id.
@@ -79,7 +77,7 @@ GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions&
     }
     mpi->broadcast(bytes, 0)->wait();
     std::memcpy(id.data(), bytes.raw_data(), id.size());
-    return make_nccl_group(id, env.rank, env.world_size, env.local_rank, options);
+    return make_nccl_group(id, env.rank, env.world_size, device, options);
   }
   std::shared_ptr<Store> store = next_group_store(env, options.timeout);
   if (env.rank == 0) {
@@ -91,7 +89,7 @@ GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions&
                got.size(), " bytes, not ", id.size());
     std::memcpy(id.data(), got.data(), id.size());
   }
-  return keeping(make_nccl_group(id, env.rank, env.world_size, env.local_rank, options), store);
+  return keeping(make_nccl_group(id, env.rank, env.world_size, device, options), store);
 }
 
 }  // namespace
@@ -137,21 +135,20 @@ uint64_t rank_seed(uint64_t seed, int rank) {
   return z ^ (z >> 31);
 }
 
+Backend launch_backend(const LaunchEnvironment& env, Device device, Backend backend) {
+  if (backend != Backend::Auto) return backend;
+  if (device.is_cuda()) return Backend::Nccl;
+  if (env.world_size == 1) return Backend::Threads;
+  return mpi_launched(env) && backend_available(Backend::Mpi) ? Backend::Mpi : Backend::Tcp;
+}
+
 GroupPtr init_from_environment(Device device, const GroupOptions& options, Backend backend) {
   const LaunchEnvironment env = read_launch_environment();
   if (env.world_size > 1) {
     Generator& gen = default_generator();
     gen.set_state(rank_seed(gen.seed(), env.rank), gen.offset());
   }
-  if (backend == Backend::Auto) {
-    if (device.is_cuda()) {
-      backend = Backend::Nccl;
-    } else if (env.world_size == 1) {
-      backend = Backend::Threads;
-    } else {
-      backend = mpi_launched(env) && backend_available(Backend::Mpi) ? Backend::Mpi : Backend::Tcp;
-    }
-  }
+  backend = launch_backend(env, device, backend);
   LOOM_CHECK(backend_available(backend), "init_from_environment: loom was built without the ",
              backend_name(backend), " backend");
   switch (backend) {

@@ -42,28 +42,41 @@ struct LaunchEnvironment {
   std::string launcher = "none";  // "none", "mpirun", "srun", "env" (RANK/WORLD_SIZE)
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // picks the GPU: cuda:local_rank
+  int local_rank = 0;  // picks the GPU (local_cuda_device)
   int local_world_size = 1;
   std::string master_addr;  // the TCP rendezvous: rank 0 listens there
   int master_port = 0;
 };
 
-// Reads Open MPI's (OMPI_COMM_WORLD_*), Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-// the first host of SLURM_STEP_NODELIST) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR, MASTER_PORT) variables, in that order; MASTER_ADDR/MASTER_PORT, when set, name
-// the rendezvous under any launcher. Throws naming the variable when a value is malformed.
+// Reads Open MPI's (OMPI_COMM_WORLD_*), srun's (SLURM_PROCID, SLURM_STEP_NUM_TASKS,
+// SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE, the first host of SLURM_STEP_NODELIST, a port from
+// SLURM_JOB_ID) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)
+// variables, in that order; MASTER_ADDR/MASTER_PORT, when set, name the rendezvous under any
+// launcher. Throws naming the variable when a value is malformed.
 LaunchEnvironment read_launch_environment();
+
+// The CUDA device index of this process's rank among the `visible` devices it sees:
+// local_rank when the node's GPUs are all visible (mpirun, torchrun, srun --gpus-per-node),
+// 0 when the launcher bound one GPU to each task (srun --gpus-per-task 1, a CUDA_VISIBLE_DEVICES
+// per rank), so that the one GPU a task sees is cuda:0 whatever its local rank. Throws naming
+// the rank, the local rank and the count when the GPU it needs is not visible.
+int local_cuda_device(const LaunchEnvironment& env, int visible);
 
 // Joins the job this process belongs to and returns its group for tensors on `device`:
 //   CPU:  MPI under mpirun when loom was built with MPI, else the TCP backend through the
 //         rendezvous store on MASTER_ADDR:MASTER_PORT;
-//   CUDA: NCCL on cuda:local_rank (the device index of `device` is ignored), its unique id sent
-//         by MPI or the TCP store.
+//   CUDA: NCCL on cuda:local_cuda_device(env, visible GPUs) (the device index of `device` is
+//         ignored), its unique id sent by MPI or the TCP store.
 // `backend` forces one (Auto chooses as above). Without a launcher: a group of one rank.
 // Every rank's default random generator is then seeded from its seed and the rank, as spawn
 // does, so both launches draw the same numbers.
 GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options = {},
                                Backend backend = Backend::Auto);
+
+// The backend init_from_environment joins `env`'s job with for `device`: `backend` unless it is
+// Auto, else as above (nccl, mpi, tcp, or threads for a world of one).
+Backend launch_backend(const LaunchEnvironment& env, Device device,
+                       Backend backend = Backend::Auto);
 
 // The seed rank `rank` derives from `seed`: rank 0 keeps it, the others get a mix of both.
 uint64_t rank_seed(uint64_t seed, int rank);

@@ -1,6 +1,6 @@
 // Running loom-catdog from the tests: a child process whose stdout and stderr go to files, that
 // a test can wait on, watch for a line, or kill with SIGKILL, or run to the end and check for a
-// clear error; and a small generated photo folder.
+// clear error; and a small generated photo folder (photo_folder.h).
 #pragma once
 
 #include <signal.h>
@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 #include <loom/loom.h>
+
+#include "photo_folder.h"
 
 namespace loom::testing {
 
@@ -131,24 +133,6 @@ inline std::string expect_prompt_error(const std::vector<std::string>& args, con
   EXPECT_LT(seconds, max_seconds) << text;
   for (const std::string& f : fragments) EXPECT_NE(text.find(f), std::string::npos) << "no \"" << f << "\" in: " << text;
   return text;
-}
-
-// root/{train,val}/{cat,dog}/*.png: small 16x16 pictures, dogs brighter on the left.
-inline void make_photo_folder(const std::string& root, int per_class_train, int per_class_val, uint64_t seed) {
-  Generator gen(seed);
-  for (const char* split : {"train", "val"}) {
-    const int n = std::string(split) == "train" ? per_class_train : per_class_val;
-    for (int label = 0; label < 2; ++label) {
-      const fs::path dir = fs::path(root) / split / (label ? "dog" : "cat");
-      fs::create_directories(dir);
-      for (int i = 0; i < n; ++i) {
-        Tensor img = uniform({16, 16, 3}, 0.0, 180.0, kFloat32, &gen);
-        Tensor half = img.narrow(1, label ? 0 : 8, 8);
-        half.copy_(half + 70.0);
-        data::write_file((dir / (std::to_string(i) + ".png")).string(), data::encode_png(img.to(kUInt8)));
-      }
-    }
-  }
 }
 
 // The "step <n> loss <hex>" lines of a run's stdout (--print-losses); a step printed twice is

@@ -1,4 +1,5 @@
-// Reading the launchers' variables, and a program without a launcher being a world of one.
+// Reading the launchers' variables, a program without a launcher being a world of one, and the
+// GPU a launched rank takes.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -112,6 +113,40 @@ TEST_F(Environment, TheThreadsBackendCannotJoinALaunchedJob) {
   set("RANK", "0");
   set("WORLD_SIZE", "2");
   EXPECT_LOOM_ERROR(dist::init_from_environment(kCPU, {}, dist::Backend::Threads), "dist::spawn");
+}
+
+// srun --gpus-per-task 1 leaves each task one GPU, cuda:0, whatever its SLURM_LOCALID;
+// mpirun, torchrun and srun --gpus-per-node leave every GPU of the node visible.
+TEST(LocalCudaDevice, TheLocalRankUnlessTheLauncherBoundOneGpuPerTask) {
+  dist::LaunchEnvironment env;
+  env.launcher = "srun";
+  env.rank = 13;
+  env.world_size = 16;
+  env.local_rank = 5;
+  env.local_world_size = 8;
+  EXPECT_EQ(dist::local_cuda_device(env, 8), 5);
+  EXPECT_EQ(dist::local_cuda_device(env, 1), 0);
+  EXPECT_LOOM_ERROR(dist::local_cuda_device(env, 4),
+                    "launch (srun): rank 13 is local rank 5 of 8 on its node, which needs cuda:5, "
+                    "but 4 CUDA devices are visible; give each task one GPU");
+  EXPECT_LOOM_ERROR(dist::local_cuda_device(env, 0),
+                    "rank 13 (local rank 5) needs a GPU, but no CUDA device is visible");
+  env.local_rank = 0;
+  EXPECT_EQ(dist::local_cuda_device(env, 4), 0);
+}
+
+TEST(LaunchBackend, AutoIsNcclForGpusAndMpiOrTcpForCpus) {
+  dist::LaunchEnvironment env;
+  env.launcher = "srun";
+  env.world_size = 2;
+  EXPECT_EQ(dist::launch_backend(env, kCPU), dist::Backend::Tcp);
+  EXPECT_EQ(dist::launch_backend(env, kCUDA), dist::Backend::Nccl);
+  EXPECT_EQ(dist::launch_backend(env, kCPU, dist::Backend::Mpi), dist::Backend::Mpi);
+  env.launcher = "mpirun";
+  EXPECT_EQ(dist::launch_backend(env, kCPU),
+            dist::backend_available(dist::Backend::Mpi) ? dist::Backend::Mpi : dist::Backend::Tcp);
+  env.world_size = 1;
+  EXPECT_EQ(dist::launch_backend(env, kCPU), dist::Backend::Threads);
 }
 
 TEST(Backends, NamesRoundTripAndUnknownNamesAreErrors) {
