@@ -3,6 +3,7 @@
 //                [--data synthetic|DIR] [--precision fp32|tf32] [--launch threads|processes]
 //                [--scaling weak|strong] [--skip-missing] [--price-per-gpu-hour P]
 //                [--time-to-accuracy 0.75 --data DIR] [--compare TORCH.json] [--out DIR]
+//                [--pipeline 2,4 [--micro-batches M] [--pipeline-schedule gpipe|1f1b]]
 //   loom-scaling --device cpu --world-sizes 1,2,4 ...     (thread ranks on the CPU)
 //   loom-scaling --device cuda --world-sizes 1,2 ...      (thread ranks sharing cuda:0)
 //   loom-scaling simulate --gpus 16,64,256,1024 --from RUN.json [--collectives FILE.jsonl]
@@ -34,7 +35,7 @@ void write_reports(const std::string& out, const loom::scaling::Report& report, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"loom-scaling: data-parallel training speed against the number of GPUs"};
+  CLI::App app{"loom-scaling: data-parallel (and pipeline) training speed against the number of GPUs"};
   loom::scaling::Config c;
   loom::scaling::AccuracyConfig accuracy;
   std::string device = "cuda", scaling = "weak", out, compare, rank_result;
@@ -61,6 +62,11 @@ int main(int argc, char** argv) {
   app.add_option("--scaling", scaling, "weak (batch per rank fixed) or strong (global batch fixed)")
       ->check(CLI::IsMember({"weak", "strong"}))->capture_default_str();
   app.add_flag("--skip-missing", c.skip_missing, "report GPU counts above the machine's as not run");
+  app.add_option("--pipeline", c.pipeline_stages,
+                 "stage counts: a row per count with the model cut into that many stages (model parallelism) at "
+                 "the global batch of as many DDP ranks")->delimiter(',');
+  app.add_option("--micro-batches", c.micro_batches, "with --pipeline: micro-batches per step (default 2 x stages)");
+  app.add_option("--pipeline-schedule", c.pipeline_schedule, "with --pipeline: gpipe or 1f1b")->capture_default_str();
   app.add_option("--price-per-gpu-hour", price, "dollars per GPU hour: adds the cost per million images");
   app.add_option("--time-to-accuracy", tta, "also train on --data DIR at each count until this validation accuracy");
   app.add_option("--tta-epochs", accuracy.epochs, "epochs of each time-to-accuracy run")->capture_default_str();
@@ -97,10 +103,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     LOOM_CHECK(!tta_only || tta, "--tta-only needs --time-to-accuracy");
+    LOOM_CHECK(!tta_only || c.pipeline_stages.empty(), "--pipeline rows are step timing, which --tta-only leaves out");
+    LOOM_CHECK(!c.pipeline_stages.empty() || (app.count("--micro-batches") == 0 && app.count("--pipeline-schedule") == 0),
+               "--micro-batches and --pipeline-schedule shape the --pipeline rows: give --pipeline too");
     if (loom::dist::read_launch_environment().launcher != "none") {  // one rank of mpirun/srun/torchrun's job
-      LOOM_CHECK(!tta && c.launch == "threads" && gpus.empty() && world_sizes.empty(),
+      LOOM_CHECK(!tta && c.launch == "threads" && gpus.empty() && world_sizes.empty() && c.pipeline_stages.empty(),
                  "loom-scaling under a launcher measures the job's own size: leave out --gpus, --world-sizes, "
-                 "--launch and --time-to-accuracy");
+                 "--launch, --pipeline and --time-to-accuracy");
       c.placement = device == "cpu" ? Placement::Cpu : Placement::Gpus;
       const std::optional<loom::scaling::Report> job = loom::scaling::run_in_job(c);
       if (job) {

@@ -1,4 +1,5 @@
-// The speedup chart's series (outputs.h), drawn by chart.h.
+// The speedup chart's series (outputs.h), drawn by chart.h: the ideal, the seed's, loom's DDP and
+// pipeline rows, PyTorch's.
 #include "outputs.h"
 
 #include <algorithm>
@@ -42,11 +43,24 @@ ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& 
   for (const Row& r : report.rows) {
     if (r.ran) loom_points.points.emplace_back(r.world_size, r.speedup);
   }
+  ChartSeries pipeline_points;  // x = stages (GPUs with one stage per GPU)
+  if (!report.pipeline_rows.empty()) {
+    const PipelineRow& first = report.pipeline_rows.front();
+    pipeline_points.label = detail::concat("loom pipeline (", first.schedule, ", ",
+                                           c.micro_batches ? std::to_string(*c.micro_batches) : "2 x stages",
+                                           " micro-batches)", c.placement == Placement::Gpus ? ""
+                                           : c.placement == Placement::OneGpu ? ", stages sharing ONE GPU" : ", CPU");
+  }
+  pipeline_points.r = 44, pipeline_points.g = 160, pipeline_points.b = 44;
+  for (const PipelineRow& p : report.pipeline_rows) {
+    if (p.row.ran) pipeline_points.points.emplace_back(p.stages, p.row.speedup);
+  }
   std::vector<std::pair<double, double>> torch_points;
   if (compare_json) torch_points = compare_points(*compare_json);
 
   double largest = 8;  // the seed's points reach 8 GPUs
   for (const auto& p : loom_points.points) largest = std::max(largest, p.first);
+  for (const auto& p : pipeline_points.points) largest = std::max(largest, p.first);
   for (const auto& p : torch_points) largest = std::max(largest, p.first);
   ChartSeries ideal;
   ideal.label = "ideal (speedup = GPUs)";
@@ -60,6 +74,7 @@ ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& 
   seed.points = {{1, 1}, {2, 1.7}, {4, 3.5}, {8, 6.2}};
   spec.series = {ideal, seed};
   if (!loom_points.points.empty()) spec.series.push_back(loom_points);
+  if (!pipeline_points.points.empty()) spec.series.push_back(pipeline_points);
   if (!torch_points.empty()) {
     ChartSeries torch;
     torch.label = "PyTorch DDP, same machine";

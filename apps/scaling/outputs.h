@@ -1,6 +1,7 @@
 // The chart of a loom-scaling report: speedup against GPU count with the ideal line, the
-// seed's published points (Krizhevsky 2014: 1.7x on 2 GPUs, 3.5x on 4, 6.2x on 8), loom's
-// points and, when given, PyTorch DDP's from bench/scaling_torch.py on the same machine.
+// seed's published points (Krizhevsky 2014: 1.7x on 2 GPUs, 3.5x on 4, 6.2x on 8), loom's DDP
+// points, its pipeline rows' (against their stage count) and, when given, PyTorch DDP's from
+// bench/scaling_torch.py on the same machine.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // One rank's measurement (rank_run.h): batches from synthetic tensors or a loader over
-// photographs, the timed steps, the isolated all-reduces, the parameter hash.
+// photographs, the timed steps (plain, DDP or pipeline), the isolated all-reduces, the
+// parameter hash.
 #include "rank_run.h"
 
 #include <algorithm>
@@ -19,13 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::shared_ptr<nn::Module> make_model(const std::string& name) {
-  if (name == "seed_cnn") return nn::seed_cnn();
-  if (name == "classic_cnn") return nn::classic_cnn();
-  if (name == "resnet18") return nn::resnet18(1);
-  LOOM_FAIL("--model: expected seed_cnn, classic_cnn or resnet18, got '", name.substr(0, 64), "'");
 }
 
 // The step's input: the same random tensors every step (synthetic: no loader cost at all), or
@@ -149,6 +143,13 @@ DType dtype_named(const std::string& name) {
 
 }  // namespace
 
+std::shared_ptr<nn::Sequential> make_model(const std::string& name) {
+  if (name == "seed_cnn") return nn::seed_cnn();
+  if (name == "classic_cnn") return nn::classic_cnn();
+  if (name == "resnet18") return nn::resnet18(1);
+  LOOM_FAIL("--model: expected seed_cnn, classic_cnn or resnet18, got '", name.substr(0, 64), "'");
+}
+
 int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model) {
   const int64_t mine = static_cast<int64_t>(parameter_hash(model));
   const Tensor in = from_vector(std::vector<int64_t>{mine}).to(group.device());
@@ -172,19 +173,31 @@ ImageSource load_images(const std::string& data, int threads) {
 
 namespace {
 
-// One model in training on one rank: the plain model, or the same wrapped in DDP over a group.
+// One model in training on one rank: the plain model, the same wrapped in DDP over a group, or
+// cut into pipeline stages (the batch then on the first stage's device).
 class Trainee {
  public:
-  Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group)
-      : device_(device) {
+  Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group,
+          const PipelineSpec* pipeline = nullptr)
+      : device_(device), devices_(pipeline ? pipeline->devices : std::vector<Device>{device}) {
+    std::shared_ptr<nn::Sequential> model;
     {
       Generator weights(1);  // the same weights everywhere (DDP would send rank 0's anyway)
       GeneratorGuard guard(weights);
-      model_ = make_model(c.model);
+      model = make_model(c.model);
     }
-    model_->to(device);
+    model_ = model;
     model_->train();
     result.parameters = model_->num_parameters(true);
+    if (pipeline) {  // the pipeline moves each stage to its device
+      dist::PipelineOptions options;
+      options.micro_batches = pipeline->micro_batches;
+      options.schedule = pipeline->schedule;
+      pipe_ = std::make_shared<dist::PipelineParallel>(model, pipeline->devices, options);
+      result.stages = pipe_->stages();
+    } else {
+      model_->to(device);
+    }
     if (group) {
       ddp_ = std::make_shared<dist::DistributedDataParallel>(model_, group);
       result.buckets = ddp_->buckets();
@@ -194,19 +207,30 @@ class Trainee {
                                          group ? data::Shard{group->rank(), group->size()} : data::Shard{});
   }
 
-  nn::Module& trained() { return ddp_ ? static_cast<nn::Module&>(*ddp_) : *model_; }
+  nn::Module& trained() {
+    if (pipe_) return *pipe_;
+    return ddp_ ? static_cast<nn::Module&>(*ddp_) : *model_;
+  }
 
   // One training step; returns the host's wait for its batch.
   double step() {
     const double waited = batches_->next(images_, labels_);
     adam_->zero_grad();
-    nn::binary_cross_entropy_with_logits(trained().forward(images_), labels_).backward();
+    if (pipe_) {
+      pipe_->train_step(images_, labels_, [](const Tensor& out, const Tensor& target) {
+        return nn::binary_cross_entropy_with_logits(out, target);
+      });
+    } else {
+      nn::binary_cross_entropy_with_logits(trained().forward(images_), labels_).backward();
+    }
     adam_->step();
     return waited;
   }
 
   void synchronize() {
-    if (device_.is_cuda()) cuda::synchronize_stream(cuda::current_stream(device_.index));
+    for (const Device& d : devices_) {
+      if (d.is_cuda()) cuda::synchronize_stream(cuda::current_stream(d.index));
+    }
   }
 
   // At least `steps` steps, and while `seconds` have not passed; then DDP's stall timer is
@@ -234,11 +258,18 @@ class Trainee {
   }
 
   // The step times of every block, then for DDP the stalls, the isolated all-reduces and the
-  // parameter hash across the ranks.
+  // parameter hash across the ranks; for a pipeline one more step with its stage ops timed.
   RankResult finish(const dist::GroupPtr& group) {
     for (const auto& clock : clocks_) {
       const std::vector<double> ms = clock->step_ms();
       result.step_ms.insert(result.step_ms.end(), ms.begin(), ms.end());
+    }
+    if (pipe_) {
+      pipe_->time_stages(true);
+      step();
+      synchronize();
+      result.stage_timing = pipe_->last_timing();
+      pipe_->time_stages(false);
     }
     if (ddp_) {
       result.exposed_comm_ms = ddp_->exposed_communication_ms();
@@ -253,8 +284,10 @@ class Trainee {
 
  private:
   Device device_;
+  std::vector<Device> devices_;  // every device the model is on
   std::shared_ptr<nn::Module> model_;
   std::shared_ptr<dist::DistributedDataParallel> ddp_;
+  std::shared_ptr<dist::PipelineParallel> pipe_;
   std::unique_ptr<optim::Adam> adam_;
   std::unique_ptr<Batches> batches_;
   Tensor images_, labels_;
@@ -279,6 +312,14 @@ RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, D
   t.warm_up(c.warmup, group ? 0.0 : c.warmup_seconds, c.steps);
   t.timed_block(c.steps);
   return t.finish(group);
+}
+
+RankResult run_pipeline(const Config& c, const ImageSource& source, int64_t batch, const PipelineSpec& spec) {
+  LOOM_ASSERT(!spec.devices.empty());
+  Trainee t(c, source, batch, spec.devices.front(), nullptr, &spec);
+  t.warm_up(c.warmup, 0.0, c.steps);
+  t.timed_block(c.steps);
+  return t.finish(nullptr);
 }
 
 std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const ImageSource& source, int64_t batch,

@@ -1,6 +1,7 @@
 // One rank's share of a loom-scaling measurement: the training steps of the zoo model (plain,
 // or wrapped in DistributedDataParallel over the rank's group), timed, then the step's bucket
-// all-reduces alone and a hash of the parameters compared across the ranks.
+// all-reduces alone and a hash of the parameters compared across the ranks; and the same steps
+// of the model cut into pipeline stages (one process, no group).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,20 @@ struct RankResult {
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;
   int warmup_steps = 0;                 // the untimed steps it ran first
+  // A pipeline's (run_pipeline; never from a rank process, so not in rank_result_json): its
+  // stages, and one extra step's timing with every stage op timed.
+  std::vector<dist::PipelineStage> stages;
+  std::optional<dist::PipelineTiming> stage_timing;
+};
+
+// The zoo model of --model; throws naming the name when it is none of them.
+std::shared_ptr<nn::Sequential> make_model(const std::string& name);
+
+// A pipeline to time: the stages' devices (one per stage), micro-batches and schedule.
+struct PipelineSpec {
+  std::vector<Device> devices;
+  int micro_batches = 1;
+  dist::PipelineSchedule schedule = dist::PipelineSchedule::GPipe;
 };
 
 // The nearest-rank quantile of sorted times (q in [0, 1]), and the median of any (0 for none):
@@ -49,6 +64,13 @@ double median(std::vector<double> v);
 // a group's ranks for exactly config.warmup steps (they must take the same number).
 RankResult run_rank(const Config& config, const ImageSource& images, int64_t batch, Device device,
                     const dist::GroupPtr& group);
+
+// The model cut into spec.devices.size() stages (balanced by parameter count), trained on
+// `batch` images a step (the batch on the first stage's device), warmed up for exactly
+// config.warmup steps and timed as run_rank times a rank: CUDA events on the first device's
+// compute stream, which the end of every step waits for on every stage (the host clock on the
+// CPU); then one more step with every stage op timed, for the bubble.
+RankResult run_pipeline(const Config& config, const ImageSource& images, int64_t batch, const PipelineSpec& spec);
 
 // How many ranks' parameters (an FNV-1a hash of their bytes) differ from rank 0's; every rank
 // gets the count.

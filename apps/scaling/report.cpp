@@ -1,5 +1,6 @@
 // loom-scaling's report: '#' lines stating the setup, one row per world size (nccl-tests' way),
-// and the same figures as JSON (schema in apps/scaling/README.md) and CSV.
+// the pipeline rows in a block of their own, and the same figures as JSON (schema in
+// apps/scaling/README.md) and CSV.
 #include <cstdio>
 #include <sstream>
 
@@ -79,6 +80,69 @@ nlohmann::json row_json(const Row& r) {
           {"usd_per_million_images", optional_json(r.usd_per_million_images)}};
 }
 
+// "pipeline 2 stages, 4 micro-batches, gpipe".
+std::string pipeline_label(const PipelineRow& p) {
+  return detail::concat("pipeline ", p.stages, " stages, ", p.micro_batches,
+                        p.micro_batches == 1 ? " micro-batch, " : " micro-batches, ", p.schedule);
+}
+
+// "layers 0-3 on cpu (896 parameters; 1.234 ms busy) | layers 4-6 ...": no commas (a CSV field).
+std::string stage_layout_text(const PipelineRow& p) {
+  std::string text;
+  for (size_t s = 0; s < p.layout.size(); ++s) {
+    const dist::PipelineStage& stage = p.layout[s];
+    text += detail::concat(s > 0 ? " | " : "", "layers ", stage.first_layer, "-", stage.end_layer - 1, " on ",
+                           stage.device.str(), " (", stage.parameters, " parameters; ",
+                           fixed(p.stage_busy_ms.at(s), 3), " ms busy)");
+  }
+  return text;
+}
+
+// The row, then a '#' line with its stages.
+std::string pipeline_row_text(const PipelineRow& p) {
+  const Row& r = p.row;
+  const std::string label = pipeline_label(p) + (r.note.empty() ? "" : "; " + r.note);
+  char line[512];
+  if (!r.ran) {
+    std::snprintf(line, sizeof(line), "%8d  %s\n", p.stages, label.c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof(line), "%8d  %7lld  %9.3f  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %6.3f  %6.3f  %8s  %s\n",
+                p.stages, static_cast<long long>(r.global_batch), r.median_ms, r.p10_ms, r.p90_ms, r.images_per_s,
+                r.speedup, 100.0 * r.efficiency, p.bubble, p.theoretical_bubble,
+                fixed(r.usd_per_million_images, 3).c_str(), label.c_str());
+  return line + ("#         " + stage_layout_text(p) + "\n");
+}
+
+nlohmann::json pipeline_row_json(const PipelineRow& p) {
+  nlohmann::json j = row_json(p.row);
+  j["stages"] = p.stages;
+  j["micro_batches"] = p.micro_batches;
+  j["schedule"] = p.schedule;
+  j["bubble"] = p.row.ran ? nlohmann::json(p.bubble) : nlohmann::json(nullptr);
+  j["theoretical_bubble"] = p.theoretical_bubble;
+  j["stage_layout"] = nlohmann::json::array();
+  for (size_t s = 0; s < p.layout.size(); ++s) {
+    const dist::PipelineStage& stage = p.layout[s];
+    j["stage_layout"].push_back({{"first_layer", stage.first_layer}, {"end_layer", stage.end_layer},
+                                 {"device", stage.device.str()}, {"parameters", stage.parameters},
+                                 {"busy_ms", p.stage_busy_ms.at(s)}});
+  }
+  return j;
+}
+
+// Where a pipeline row's stages run, for its block's header.
+std::string pipeline_placement_text(const Config& c) {
+  switch (c.placement) {
+    case Placement::Gpus:
+      return "cuda:0, cuda:1, ... (stage s on cuda:s), activations and gradients passed by device copies";
+    case Placement::OneGpu: return "cuda:0, all of them, each on its own stream: NOT a multi-GPU speedup";
+    case Placement::Cpu:
+      return "the CPU, taking turns on one thread: no overlap, so the bubble is at least 1 - 1/stages";
+  }
+  return "";
+}
+
 int64_t bucket_bytes(const dist::BucketInfo& b) { return b.numel * static_cast<int64_t>(element_size(b.dtype)); }
 
 std::string placement_text(const Config& c) {
@@ -139,6 +203,23 @@ std::string report_text(const Report& report) {
     out << "# ranks   global  median_ms    p10_ms    p90_ms    images/s  speedup  effic.   comm_ms   exposed   loader  differ  $/M img\n";
     out << row_text(report.baseline, true);
     for (const Row& r : report.rows) out << row_text(r, false);
+    if (!report.pipeline_rows.empty()) {
+      out << "#\n# pipeline rows (model parallelism: dist::PipelineParallel in this process): the same model\n"
+          << "#   cut into N contiguous stages balanced by parameter count, at the global batch of the DDP row\n"
+          << "#   of N ranks cut into micro-batches, one Adam step per batch\n"
+          << "# stages on " << pipeline_placement_text(c) << "\n"
+          << "# step time as the DDP rows ("
+          << (c.placement == Placement::Cpu ? "the host clock"
+                                            : "CUDA events on cuda:0's compute stream, which the end of every step\n"
+                                              "#   waits for on every stage")
+          << "); speedup and efficiency (= speedup / stages) against the same plain model\n"
+          << "# bubble = 1 - busy / step averaged over the stages, from one more step with every stage op timed\n"
+          << "#   (busy: the '#' line under each row); theory = (stages - 1) / (micro-batches + stages - 1),\n"
+          << "#   the schedule's with equal stages\n"
+          << "# stages   global  median_ms    p10_ms    p90_ms    images/s  speedup   effic.  bubble  theory"
+             "   $/M img\n";
+      for (const PipelineRow& p : report.pipeline_rows) out << pipeline_row_text(p);
+    }
   }
   if (report.accuracy) {
     const AccuracyRun& a = *report.accuracy;
@@ -200,6 +281,8 @@ std::string report_json(const Report& report) {
   j["baseline"] = row_json(report.baseline);
   j["rows"] = nlohmann::json::array();
   for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
+  j["pipeline_rows"] = nlohmann::json::array();
+  for (const PipelineRow& p : report.pipeline_rows) j["pipeline_rows"].push_back(pipeline_row_json(p));
   j["time_to_accuracy"] = nullptr;
   if (report.accuracy) {
     nlohmann::json t = {{"target", report.accuracy->target}, {"model", c.model}, {"lr_rule", report.accuracy->lr_rule}};
@@ -221,17 +304,30 @@ std::string report_json(const Report& report) {
 std::string report_csv(const Report& report) {
   std::ostringstream out;
   out << "kind,world_size,ran,global_batch,median_ms,p10_ms,p90_ms,images_per_s,speedup,efficiency,comm_ms,"
-         "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,note\n";
-  auto line = [&](const char* kind, const Row& r) {
-    std::string note = r.note;
-    for (char& ch : note) if (ch == ',' || ch == '"') ch = ';';  // one field, no quoting needed
+         "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,micro_batches,schedule,bubble,"
+         "theoretical_bubble,stage_layout,note\n";
+  // One field, no quoting needed.
+  const auto field = [](std::string text) {
+    for (char& ch : text) if (ch == ',' || ch == '"') ch = ';';
+    return text;
+  };
+  auto line = [&](const char* kind, const Row& r, const PipelineRow* p) {
     out << kind << "," << r.world_size << "," << (r.ran ? 1 : 0) << "," << r.global_batch << "," << r.median_ms << ","
         << r.p10_ms << "," << r.p90_ms << "," << r.images_per_s << "," << r.speedup << "," << r.efficiency << ","
         << csv(r.comm_ms) << "," << csv(r.exposed_comm_ms) << "," << r.loader_wait_ms << ","
-        << r.differing_ranks << "," << csv(r.usd_per_million_images) << "," << note << "\n";
+        << r.differing_ranks << "," << csv(r.usd_per_million_images) << ",";
+    if (p) {
+      out << p->micro_batches << "," << p->schedule << ","
+          << (r.ran ? fixed(p->bubble, 6) : "") << "," << fixed(p->theoretical_bubble, 6) << ","
+          << field(stage_layout_text(*p)) << ",";
+    } else {
+      out << ",,,,,";
+    }
+    out << field(r.note) << "\n";
   };
-  line("plain", report.baseline);
-  for (const Row& r : report.rows) line("ddp", r);
+  line("plain", report.baseline, nullptr);
+  for (const Row& r : report.rows) line("ddp", r, nullptr);
+  for (const PipelineRow& p : report.pipeline_rows) line("pipeline", p.row, &p);
   return out.str();
 }
 

@@ -1,5 +1,6 @@
 // loom-scaling's runs (scaling.h): the plain model on one device, then DDP over each world, its
-// ranks as threads (dist::spawn) or as processes (process_launch.h).
+// ranks as threads (dist::spawn) or as processes (process_launch.h), then each pipeline in this
+// thread.
 #include "scaling.h"
 
 #include <unistd.h>
@@ -39,14 +40,44 @@ void fill_row(Row& row, const RankResult& r, const Config& c) {
 
 int64_t rank_batch(const Config& c, int world) {
   if (!c.strong) return c.batch_per_rank;
-  const int largest = *std::max_element(c.world_sizes.begin(), c.world_sizes.end());
-  const int64_t global = c.batch_per_rank * largest;
+  const int64_t global = global_batch_for(c, world);
   LOOM_CHECK(global % world == 0, "--scaling strong: the global batch ", global,
              " does not split evenly over ", world, " ranks");
   return global / world;
 }
 
 Device base_device(const Config& c) { return c.placement == Placement::Cpu ? kCPU : cuda_device(0); }
+
+// Every --pipeline stage count, before anything is measured.
+void check_pipelines(const Config& c) {
+  LOOM_CHECK(c.pipeline_schedule == "gpipe" || c.pipeline_schedule == "1f1b",
+             "--pipeline-schedule: expected gpipe or 1f1b, got '", c.pipeline_schedule.substr(0, 32), "'");
+  LOOM_CHECK(!c.micro_batches || *c.micro_batches >= 1, "--micro-batches must be at least 1, got ",
+             c.micro_batches.value_or(0));
+  if (c.pipeline_stages.empty()) return;
+  int64_t layers = 0;
+  {
+    Generator scratch(1);  // only the layer count: the run's own random streams stay as they were
+    GeneratorGuard guard(scratch);
+    layers = static_cast<int64_t>(make_model(c.model)->size());
+  }
+  for (int n : c.pipeline_stages) {
+    LOOM_CHECK(n >= 2, "--pipeline ", n, ": a pipeline needs at least 2 stages (the plain row is the model on one ",
+               "device)");
+    LOOM_CHECK(n <= layers, "--pipeline ", n, ": ", c.model, " has ", layers,
+               " layers and each stage needs at least one");
+    const int m = micro_batches_for(c, n);
+    const int64_t global = global_batch_for(c, n);
+    LOOM_CHECK(m <= global, "--pipeline ", n, ": ", m, " micro-batches",
+               c.micro_batches ? "" : " (the default, 2 x stages)", " for a global batch of ", global,
+               " images; a micro-batch needs at least one image (--micro-batches at most ", global, ")");
+    if (c.placement == Placement::Gpus && !c.skip_missing) {
+      LOOM_CHECK(n <= cuda_device_count(), "--pipeline ", n, ": ", n, " stages need ", n, " GPUs, this machine has ",
+                 cuda_device_count(), " GPU", cuda_device_count() == 1 ? "" : "s",
+                 " (--skip-missing reports such rows as not run)");
+    }
+  }
+}
 
 void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
@@ -71,6 +102,7 @@ void check_config(const Config& c) {
                  " GPU", cuda_device_count() == 1 ? "" : "s", " (--skip-missing reports such rows as not run)");
     }
   }
+  check_pipelines(c);
 }
 
 // Rank 0's result of a world of n DDP ranks.
@@ -111,6 +143,36 @@ std::pair<RankResult, RankResult> world_of_one_beside_plain(const Config& c, con
   return results;
 }
 
+// The pipeline row of n stages: the model cut over n devices, the global batch of n DDP ranks.
+PipelineRow pipeline_row(const Config& c, const ImageSource& images, const Row& base, int n) {
+  PipelineRow p;
+  p.stages = n;
+  p.micro_batches = micro_batches_for(c, n);
+  p.schedule = c.pipeline_schedule;
+  p.theoretical_bubble = dist::theoretical_bubble(n, p.micro_batches);
+  Row& row = p.row;
+  row.world_size = n;
+  row.global_batch = global_batch_for(c, n);
+  if (c.placement == Placement::Gpus && n > cuda_device_count()) {
+    row.note = detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
+    return p;
+  }
+  if (c.placement == Placement::OneGpu) row.note = "stages share one GPU: not a multi-GPU speedup";
+  PipelineSpec spec;
+  for (int s = 0; s < n; ++s) spec.devices.push_back(c.placement == Placement::Gpus ? cuda_device(s) : base_device(c));
+  spec.micro_batches = p.micro_batches;
+  spec.schedule = c.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+  const RankResult r = run_pipeline(c, images, row.global_batch, spec);
+  fill_row(row, r, c);
+  row.speedup = row.images_per_s / base.images_per_s;
+  row.efficiency = row.speedup / n;
+  p.layout = r.stages;
+  LOOM_ASSERT(r.stage_timing.has_value());
+  p.bubble = r.stage_timing->bubble();
+  p.stage_busy_ms = r.stage_timing->busy_ms;
+  return p;
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   char text[32];
@@ -127,6 +189,13 @@ const char* placement_name(Placement p) {
     case Placement::Cpu: return "cpu";
   }
   return "?";
+}
+
+int micro_batches_for(const Config& c, int stages) { return c.micro_batches.value_or(2 * stages); }
+
+int64_t global_batch_for(const Config& c, int n) {
+  if (!c.strong) return c.batch_per_rank * n;
+  return c.batch_per_rank * *std::max_element(c.world_sizes.begin(), c.world_sizes.end());
 }
 
 int gpus_used(const Config& c, int world_size) {
@@ -186,6 +255,8 @@ Report run(const Config& c) {
     row.efficiency = row.speedup / n;
     report.rows.push_back(row);
   }
+  // Each pipeline as the DDP rows: the same warm-up, timed steps and baseline.
+  for (int n : c.pipeline_stages) report.pipeline_rows.push_back(pipeline_row(worlds, images, base, n));
   return report;
 }
 

@@ -1,7 +1,8 @@
 // loom-scaling's measurement: data-parallel training steps of a zoo model on 1, 2, 4, ... ranks
 // (one rank per GPU over NCCL as threads or processes, thread ranks sharing one GPU, or thread
-// ranks on the CPU), each row against loom's own plain model on one device, and the report in
-// the manner of nccl-tests. The JSON schema is in apps/scaling/README.md.
+// ranks on the CPU) and, with --pipeline, the same model cut into stages (model parallelism) at
+// the same global batch; each row against loom's own plain model on one device, and the report
+// in the manner of nccl-tests. The JSON schema is in apps/scaling/README.md.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,14 @@ struct Config {
   int rank_timeout_s = 1800;         // a rank process still running after this is stopped
   bool skip_missing = false;         // a world larger than the GPUs present: a "not run" row
   std::optional<double> price_per_gpu_hour;
+  // Pipeline rows (dist::PipelineParallel), one per stage count: stage s on cuda:s (Gpus), all
+  // on cuda:0 (OneGpu) or all on the CPU, over the global batch of the DDP row of as many
+  // ranks, cut into micro_batches (unset: 2 x stages, so that under weak scaling every row's
+  // micro-batch is half a rank's batch whatever the stage count, and the schedule's bubble
+  // (S - 1) / (3S - 1) stays under 1/3).
+  std::vector<int> pipeline_stages;
+  std::optional<int> micro_batches;
+  std::string pipeline_schedule = "gpipe";  // or 1f1b
 };
 
 struct Row {
@@ -79,10 +88,30 @@ struct AccuracyRun {
   std::vector<AccuracyRow> rows;
 };
 
+// A pipeline row: the timing columns of a DDP row (world_size = stages; no all-reduce, so no
+// comm_ms or exposed_comm_ms; differing_ranks 0: one copy of the model), and the pipeline's own.
+struct PipelineRow {
+  Row row;
+  int stages = 0;
+  int micro_batches = 0;
+  std::string schedule;                        // "gpipe" or "1f1b"
+  double bubble = 0;                           // measured: PipelineTiming::bubble() of one extra step
+  double theoretical_bubble = 0;               // (stages - 1) / (micro_batches + stages - 1)
+  std::vector<dist::PipelineStage> layout;     // each stage's layers, device and parameters
+  std::vector<double> stage_busy_ms;           // each stage's forwards + backwards in that step
+};
+
+// The micro-batches of a pipeline of `stages`: config.micro_batches, or 2 x stages.
+int micro_batches_for(const Config& config, int stages);
+// The images per step of a row of n ranks or stages: n x batch_per_rank (weak), or the largest
+// world's global batch (strong).
+int64_t global_batch_for(const Config& config, int n);
+
 struct Report {
   Config config;
   Row baseline;                      // the plain model, no DDP wrapper, on one device
   std::vector<Row> rows;             // DDP, one per world size
+  std::vector<PipelineRow> pipeline_rows;  // one per --pipeline stage count
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;  // the layout of the largest world that ran
   std::optional<AccuracyRun> accuracy;
@@ -92,8 +121,9 @@ struct Report {
 // The GPUs a row uses (one for every rank sharing cuda:0), 0 on the CPU.
 int gpus_used(const Config& config, int world_size);
 
-// Throws loom::Error naming both numbers when a world needs more GPUs than are present,
-// unless config.skip_missing.
+// Throws loom::Error naming both numbers when a world or a pipeline needs more GPUs than are
+// present, unless config.skip_missing; and for a pipeline of fewer than 2 stages, of more
+// stages than the model has layers, or of more micro-batches than its global batch has images.
 Report run(const Config& config);
 
 // Under a launcher (mpirun, srun, torchrun's variables) this process is one rank of a job that
@@ -106,7 +136,8 @@ std::optional<Report> run_in_job(const Config& config);
 // result_path.
 void run_as_rank(const Config& config, int world_size, const std::string& result_path);
 
-// The nccl-tests-style text ('#' setup lines, one row per world size), JSON and CSV.
+// The nccl-tests-style text ('#' setup lines, one row per world size, then the pipeline rows
+// in their own block), JSON and CSV.
 std::string report_text(const Report& report);
 std::string report_json(const Report& report);
 std::string report_csv(const Report& report);

@@ -45,7 +45,7 @@ void expect_schema(const nlohmann::json& j, int worlds) {
   for (const char* key : {"tool", "date", "model", "parameters", "gradient_bytes", "device", "gpu_name",
                           "gpus_present", "placement", "launch", "precision", "scaling", "data", "batch_per_rank",
                           "steps", "warmup", "versions", "buckets", "price_per_gpu_hour", "baseline", "rows",
-                          "time_to_accuracy"}) {
+                          "pipeline_rows", "time_to_accuracy"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   ASSERT_EQ(j.at("rows").size(), static_cast<size_t>(worlds));
@@ -75,6 +75,26 @@ TEST(ScalingCli, TheCiCommandWritesEveryFieldWithZeroDifferingRanks) {
   EXPECT_GT(png.size(), 2000u);
   EXPECT_TRUE(fs::exists(out / "report.csv"));
   EXPECT_TRUE(fs::exists(out / "report.txt"));
+  fs::remove_all(out);
+}
+
+TEST(ScalingCli, PipelineFlagsAddRowsBesideTheDdpOnes) {
+  const fs::path out = fresh_dir("pipeline");
+  std::string output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 2 --pipeline 2 --micro-batches 3 --pipeline-schedule 1f1b --steps 3 "
+                        "--warmup 1 --warmup-seconds 0 --batch-per-gpu 4 --out " + out.string(), &output), 0) << output;
+  EXPECT_NE(output.find("pipeline 2 stages, 3 micro-batches, 1f1b"), std::string::npos) << output;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
+  expect_schema(j, 1);
+  ASSERT_EQ(j.at("pipeline_rows").size(), 1u);
+  const nlohmann::json& p = j.at("pipeline_rows")[0];
+  EXPECT_TRUE(p.at("ran").get<bool>());
+  EXPECT_EQ(p.at("global_batch"), j.at("rows")[0].at("global_batch"));
+  EXPECT_EQ(p.at("micro_batches"), 3);
+  EXPECT_EQ(p.at("schedule"), "1f1b");
+  EXPECT_EQ(p.at("stage_layout").size(), 2u);
+  EXPECT_NE(io::read_file((out / "report.csv").string()).find("\npipeline,2,1,8,"), std::string::npos);
+  EXPECT_EQ(io::read_file((out / "speedup.png").string()).substr(1, 3), "PNG");
   fs::remove_all(out);
 }
 
@@ -109,15 +129,19 @@ TEST(ScalingCli, UnderALauncherItMeasuresTheJobsOwnSize) {
 }
 
 TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
-  std::string output;
-  EXPECT_EQ(run_scaling("--device cpu --gpus 2", &output), 1);
-  EXPECT_NE(output.find("--gpus counts GPUs; with --device cpu use --world-sizes"), std::string::npos) << output;
-  output.clear();
-  EXPECT_EQ(run_scaling("--device cpu --world-sizes 1 --compare /nonexistent.json", &output), 1);
-  EXPECT_NE(output.find("/nonexistent.json"), std::string::npos) << output;
-  output.clear();
-  EXPECT_EQ(run_scaling("--device cpu --world-sizes 1 --time-to-accuracy 0.75 --out /tmp", &output), 1);
-  EXPECT_NE(output.find("--time-to-accuracy trains on photographs: give --data DIR"), std::string::npos) << output;
+  const std::pair<const char*, const char*> cases[] = {
+      {"--device cpu --gpus 2", "--gpus counts GPUs; with --device cpu use --world-sizes"},
+      {"--device cpu --world-sizes 1 --compare /nonexistent.json", "/nonexistent.json"},
+      {"--device cpu --world-sizes 1 --time-to-accuracy 0.75 --out /tmp",
+       "--time-to-accuracy trains on photographs: give --data DIR"},
+      {"--device cpu --world-sizes 1 --pipeline 1", "--pipeline 1: a pipeline needs at least 2 stages"},
+      {"--device cpu --world-sizes 1 --micro-batches 4", "shape the --pipeline rows: give --pipeline too"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::string output;
+    EXPECT_EQ(run_scaling(flags, &output), 1) << flags;
+    EXPECT_NE(output.find(message), std::string::npos) << flags << ":\n" << output;
+  }
 }
 
 // run_rank_processes with a shell for the rank program: "$RANK" picks what each rank does

@@ -8,21 +8,11 @@
 
 #include "rank_run.h"
 #include "scaling.h"
+#include "scaling_small_run.h"
 #include "testing.h"
 
 namespace loom::testing {
 namespace {
-
-scaling::Config small_cpu_run() {
-  scaling::Config c;
-  c.placement = scaling::Placement::Cpu;
-  c.world_sizes = {1, 2};
-  c.batch_per_rank = 4;
-  c.steps = 3;
-  c.warmup = 1;
-  c.warmup_seconds = 0;
-  return c;
-}
 
 TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
   scaling::Config c = small_cpu_run();
