@@ -111,6 +111,9 @@ struct PredictArgs {
   std::vector<std::string> images;
   std::string device;
   bool json = false;
+  // Also the N most probable classes of each image, with their probabilities (1 <= N <= the
+  // model's classes). A two-class model's single output p is the distribution {1 - p, p}.
+  std::optional<int64_t> top_k;
   std::string dump;  // also write the preprocessed inputs and outputs (tools/compare_torch.py)
 };
 

@@ -16,14 +16,18 @@ namespace loom::catdog {
 namespace {
 
 // The model, its outputs checked batch by batch (one host sync each): a model whose outputs are
-// not finite would otherwise score a plausible 50%. The loader delivers `set` in order, so the
-// rows seen so far locate the image.
+// not finite would otherwise score a plausible 50%, and one with another number of outputs than
+// its classes need (outputs_for_classes) would be scored with the wrong loss. The loader
+// delivers `set` in order, so the rows seen so far locate the image.
 class FiniteOutputs : public nn::Module {
  public:
-  FiniteOutputs(const nn::ModulePtr& model, const ImageSet& set, const std::string& model_path)
-      : model_(register_module("model", model)), set_(set), model_path_(model_path) {}
+  FiniteOutputs(const nn::ModulePtr& model, const ImageSet& set, const std::string& model_path, int64_t outputs)
+      : model_(register_module("model", model)), set_(set), model_path_(model_path), outputs_(outputs) {}
   Tensor forward(const Tensor& input) override {
     Tensor outputs = model_->forward(input);
+    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == outputs_, model_path_, ": the model outputs ",
+               shape_str(outputs.shape()), " for a batch of ", input.size(0), ", but its ", set_.classes().size(),
+               " classes need [N, ", outputs_, "]");
     check_finite_outputs(outputs, model_path_, [&](int64_t row) { return set_.path(seen_ + row); });
     seen_ += input.size(0);
     return outputs;
@@ -34,6 +38,7 @@ class FiniteOutputs : public nn::Module {
   nn::ModulePtr model_;
   const ImageSet& set_;
   std::string model_path_;
+  int64_t outputs_;
   int64_t seen_ = 0;
 };
 
@@ -43,16 +48,17 @@ int run_evaluate(const EvaluateArgs& args) {
   const Device device = parse_device(args.device);
   const io::LoadedModel loaded = io::load_model(args.model, device);
   const io::Preprocessing& prep = loaded.preprocessing;
+  check_model_classes(prep, args.model);
   check_input_size(loaded.model->spec_json(), prep, args.model);
   const std::optional<DataSplit> split = split_of(args.data);
   const std::string dir = split ? split->val_dir : args.data;
   ImageSet set = load_image_set(dir, prep, args.workers, on_bad_input(args.strict), &std::cout);
-  LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders do not match the classes "
-             "the model ", args.model, " was trained on");
+  LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders ", class_list(set.classes()),
+             " do not match the classes the model ", args.model, " was trained on ", class_list(prep.class_names));
   data::DataLoader loader(*set.images,
                           eval_loader_options(prep, args.batch_size, device, args.workers, on_bad_input(args.strict)));
-  const int64_t outputs = prep.class_names.size() == 2 ? 1 : static_cast<int64_t>(prep.class_names.size());
-  FiniteOutputs model(loaded.model, set, args.model);
+  const int64_t outputs = outputs_for_classes(prep.class_names.size());
+  FiniteOutputs model(loaded.model, set, args.model, outputs);
   const train::EvalResult r = train::evaluate(model, loss_for_outputs(outputs), loader);
   const std::vector<int64_t> counts = r.confusion.to_vector<int64_t>();
   const std::vector<std::string>& names = prep.class_names;

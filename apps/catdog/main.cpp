@@ -130,13 +130,19 @@ int main(int argc, char** argv) {
                      "confusion matrix and per-class precision, recall, F1 and support");
 
   PredictArgs p;
-  auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" for each image");
+  auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" (the most probable class and its "
+                                     "probability) for each image");
   predict->add_option("--model", p.model, "a model file written by train")->required();
   predict->add_option("images", p.images, "JPEG or PNG files, and folders (searched recursively); several "
                       "images end with a line of counts per class; unreadable files are named on stderr "
                       "and make the exit status 1")->required();
   predict->add_option("--device", p.device, "cpu, cuda or cuda:N");
   predict->add_flag("--json", p.json, "print a JSON list");
+  // Unchecked here: run_predict names the range, which the model's classes set.
+  int64_t top_k = 0;
+  auto* top_k_flag = predict->add_option("--top-k", top_k, "print the N most probable classes of each image "
+                                         "with their probabilities (N from 1 to the model's number of "
+                                         "classes; a two-class model's are p and 1 - p)");
   predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)")
       ->check(kNonEmpty);
 
@@ -156,6 +162,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (gpus_flag->count() > 0) t.gpus = gpus;
   if (world_flag->count() > 0) t.world_size = world_size;
+  if (top_k_flag->count() > 0) p.top_k = top_k;
   try {
     if (*train) return run_train(t);
     if (*evaluate) return run_evaluate(e);

@@ -196,6 +196,23 @@ void check_finite_outputs(const Tensor& outputs, const std::string& model_path,
   }
 }
 
+std::string class_list(const std::vector<std::string>& classes) {
+  std::string text = "[";
+  for (size_t c = 0; c < classes.size(); ++c) text += (c ? ", " : "") + classes[c];
+  return text + "]";
+}
+
+int64_t outputs_for_classes(size_t classes) {
+  LOOM_ASSERT(classes >= 2);
+  return classes == 2 ? 1 : static_cast<int64_t>(classes);
+}
+
+void check_model_classes(const io::Preprocessing& p, const std::string& source) {
+  LOOM_CHECK(p.class_names.size() >= 2, source, ": its preprocessing names ", p.class_names.size(),
+             p.class_names.size() == 1 ? " class (" : " classes (", class_list(p.class_names),
+             "); a model needs at least 2");
+}
+
 train::LossFn loss_for_outputs(int64_t outputs) {
   return outputs == 1 ? train::binary_cross_entropy_loss() : train::cross_entropy_loss();
 }

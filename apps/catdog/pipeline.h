@@ -51,7 +51,8 @@ struct ImageSet {
 ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
                         data::OnBadInput on_bad_input = data::OnBadInput::Skip, std::ostream* progress = nullptr);
 
-// `count` samples of `source` chosen by a seeded permutation (both classes stay represented).
+// `count` samples of `source` chosen by a seeded permutation (not stratified: a small count may
+// leave a class out).
 class Subset : public data::Dataset {
  public:
   Subset(const data::Dataset& source, int64_t count, uint64_t seed);
@@ -75,6 +76,15 @@ data::AugmentOptions preprocessing_transform(const io::Preprocessing& p);
 void check_finite_outputs(const Tensor& outputs, const std::string& model_path,
                           const std::function<std::string(int64_t row)>& image_of);
 
+// "[bird, cat, dog]", for messages that name a set of classes.
+std::string class_list(const std::vector<std::string>& classes);
+
+// The logits of a model for `classes` class folders: 1 for two (the seed's sigmoid head, p the
+// probability of the second class), K for K >= 3 (softmax over the classes).
+int64_t outputs_for_classes(size_t classes);
+// Refuses a model file (`source`) whose preprocessing names fewer than 2 classes: no model
+// loom-catdog trains has one.
+void check_model_classes(const io::Preprocessing& p, const std::string& source);
 // Binary cross-entropy for a one-logit head, cross-entropy for K class logits.
 train::LossFn loss_for_outputs(int64_t outputs);
 

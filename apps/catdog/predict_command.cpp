@@ -1,7 +1,9 @@
-// `loom-catdog predict`: one line per photograph, "dog 0.93" (the class with p >= 0.5, else
-// the other with 1 - p, as the seed prints), or a JSON list with --json. Folders are searched
-// recursively; several images end with a summary line of counts per class, and every file that
-// could not be read is named on stderr with the reason (exit status 1).
+// `loom-catdog predict`: one line per photograph, "dog 0.93" (a two-class model: the second
+// class when p >= 0.5, else the first with 1 - p, as the seed prints; K classes: the most
+// probable), with --top-k N the N most probable ("cat 0.71, dog 0.20, fox 0.09"), or a JSON
+// list with --json. Folders are searched recursively; several images end with a summary line of
+// counts per class, and every file that could not be read is named on stderr with the reason
+// (exit status 1).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -50,6 +52,34 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
   return paths;
 }
 
+// The classes of one image from the most probable down, each with its probability: the model's
+// probabilities `probs` over `classes` names (K = classes outputs), or a binary head's single p
+// as {1 - p, p}, the second class first when p >= 0.5 (the seed's rule, also at p = 0.5). Equal
+// probabilities keep the classes' order, so that the first is argmax's choice.
+std::vector<std::pair<size_t, double>> ranked_classes(const std::vector<float>& probs, size_t classes,
+                                                      const std::string& model_path) {
+  std::vector<std::pair<size_t, double>> ranked;
+  if (probs.size() == 1) {
+    LOOM_CHECK(classes == 2, model_path, ": a one-output model needs 2 class names, it has ", classes);
+    const double p = probs[0];
+    ranked = {{1, p}, {0, 1.0 - p}};
+    if (p < 0.5) std::swap(ranked[0], ranked[1]);
+    return ranked;
+  }
+  LOOM_CHECK(probs.size() == classes, model_path, ": ", probs.size(), " outputs for ", classes, " class names");
+  for (size_t c = 0; c < probs.size(); ++c) ranked.emplace_back(c, probs[c]);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return ranked;
+}
+
+// Refuses, before any image is read, a --top-k outside 1..K for the model's K classes.
+void check_top_k(const PredictArgs& args, const std::vector<std::string>& classes) {
+  if (!args.top_k) return;
+  const int64_t k = static_cast<int64_t>(classes.size());
+  LOOM_CHECK(*args.top_k >= 1 && *args.top_k <= k, "--top-k ", *args.top_k, ": expected 1 to ", k, ", the classes of ",
+             args.model, " (", class_list(classes), ")");
+}
+
 }  // namespace
 
 int run_predict(const PredictArgs& args) {
@@ -58,7 +88,8 @@ int run_predict(const PredictArgs& args) {
   const Device device = parse_device(args.device);
   const io::LoadedModel loaded = io::load_model(args.model, device);
   const io::Preprocessing& prep = loaded.preprocessing;
-  LOOM_CHECK(!prep.class_names.empty(), args.model, ": its preprocessing names no classes");
+  check_model_classes(prep, args.model);
+  check_top_k(args, prep.class_names);
   check_input_size(loaded.model->spec_json(), prep, args.model);
   const data::DecodeOptions decode = decode_options(prep);  // the interpolation trained with
   const data::AugmentOptions transform = preprocessing_transform(prep);
@@ -96,24 +127,24 @@ int run_predict(const PredictArgs& args) {
       inputs.push_back(x.cpu());
       outputs.push_back(p);
     }
-    size_t best = 0;
-    double confidence = 0.0;
-    if (probs.size() == 1) {
-      LOOM_CHECK(prep.class_names.size() == 2, args.model, ": a one-output model needs 2 class names");
-      best = probs[0] >= 0.5f ? 1 : 0;
-      confidence = best == 1 ? probs[0] : 1.0 - probs[0];
-    } else {
-      LOOM_CHECK(probs.size() == prep.class_names.size(), args.model, ": ", probs.size(),
-                 " outputs for ", prep.class_names.size(), " class names");
-      for (size_t c = 1; c < probs.size(); ++c) best = probs[c] > probs[best] ? c : best;
-      confidence = probs[best];
-    }
+    std::vector<std::pair<size_t, double>> ranked = ranked_classes(probs, prep.class_names.size(), args.model);
+    const auto [best, confidence] = ranked.front();
+    ranked.resize(static_cast<size_t>(args.top_k.value_or(1)));
     ++per_class[best];
     if (args.json) {
-      results.push_back({{"image", path}, {"class", prep.class_names[best]}, {"probability", confidence},
-                         {"outputs", probs}});
-    } else {
-      std::printf("%s %.2f  %s\n", prep.class_names[best].c_str(), confidence, path.c_str());
+      nlohmann::ordered_json result = {{"image", path}, {"class", prep.class_names[best]},
+                                       {"probability", confidence}, {"outputs", probs}};
+      if (args.top_k) {
+        nlohmann::ordered_json top = nlohmann::ordered_json::array();
+        for (const auto& [c, prob] : ranked) top.push_back({{"class", prep.class_names[c]}, {"probability", prob}});
+        result["top_k"] = top;
+      }
+      results.push_back(result);
+    } else {  // "dog 0.93  PATH", or with --top-k 3 "cat 0.71, dog 0.20, fox 0.09  PATH"
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        std::printf("%s%s %.2f", i ? ", " : "", prep.class_names[ranked[i].first].c_str(), ranked[i].second);
+      }
+      std::printf("  %s\n", path.c_str());
     }
   }
   if (args.json) std::cout << results.dump(2) << "\n";

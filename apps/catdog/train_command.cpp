@@ -1,5 +1,6 @@
 // `loom-catdog train`: the seed's recipe (Adam, binary cross-entropy, Keras augmentation) on
-// folders of photographs, with the resize, weight decay and LR schedule as flags, with
+// folders of photographs (two class folders: the seed's one-logit head; three or more: one logit
+// per class and softmax cross-entropy), with the resize, weight decay and LR schedule as flags, with
 // checkpoints, resume, metrics logs, early stopping and the model file of the best (or last)
 // epoch (best_model.h), on one rank or several (launch_plan.h). When no data was named and none
 // is found, it says what to provide and trains the same library on Fashion-MNIST instead
@@ -33,18 +34,19 @@ std::string init_of(const TrainArgs& a) {
   return a.model == "resnet18" ? "pytorch" : "keras";
 }
 
-std::shared_ptr<nn::Module> build_model(const TrainArgs& a, Generator& gen) {
+// The model with `outputs` logits (outputs_for_classes).
+std::shared_ptr<nn::Module> build_model(const TrainArgs& a, int64_t outputs, Generator& gen) {
   LOOM_CHECK(init_of(a) == "keras" || init_of(a) == "pytorch", "--init: expected keras or pytorch, got \"",
              a.init, "\"");
   const nn::Init init = init_of(a) == "keras" ? nn::Init::Keras : nn::Init::PyTorch;
   if (a.model == "seed_cnn" || a.model == "classic_cnn") {
     LOOM_CHECK(a.image_size == 64, "--image-size ", a.image_size, ": ", a.model, " takes 64x64 inputs "
                "(its dense layer is sized for them); use --image-size 64 or --model resnet18");
-    return a.model == "seed_cnn" ? std::shared_ptr<nn::Module>(nn::seed_cnn(init, &gen))
-                                 : std::shared_ptr<nn::Module>(nn::classic_cnn(init, &gen));
+    return a.model == "seed_cnn" ? std::shared_ptr<nn::Module>(nn::seed_cnn(outputs, init, &gen))
+                                 : std::shared_ptr<nn::Module>(nn::classic_cnn(outputs, init, &gen));
   }
   LOOM_CHECK(a.model == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"", a.model, "\"");
-  return nn::resnet18(1, init, &gen);
+  return nn::resnet18(outputs, init, &gen);
 }
 
 // --lr-schedule's value, with the model's default when it is not given.
@@ -103,8 +105,9 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
 }
 
 // Refuses, before any data is loaded, a checkpoint whose recipe differs from this run's, or
-// (--save best, on the rank that writes) whose best epoch so far is in no file.
-void check_resume_recipe(const TrainArgs& args, int world_size, bool writes) {
+// (--save best, on the rank that writes) whose best epoch so far is in no file. Returns the
+// checkpoint's classes, for the data to be checked against once decoded.
+std::vector<std::string> check_resume_recipe(const TrainArgs& args, int world_size, bool writes) {
   const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
   for (const auto& [key, value] : recipe(args, world_size)) {
     const auto it = ckpt.state.extra.find(key);
@@ -120,6 +123,7 @@ void check_resume_recipe(const TrainArgs& args, int world_size, bool writes) {
   if (spec != ckpt.file.metadata.end())
     check_input_size(spec->second, ckpt.preprocessing, "--resume " + args.resume);
   if (writes) check_resume_best(args, ckpt);
+  return ckpt.preprocessing.class_names;
 }
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
@@ -223,7 +227,8 @@ struct RankRun {
 
 RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
   Generator init_gen(args.seed);  // the same weights on every rank (and DDP makes sure of it)
-  auto model = build_model(args, init_gen);
+  const int64_t logits = outputs_for_classes(data.prep.class_names.size());
+  auto model = build_model(args, logits, init_gen);
   if (args.summary && rank.rank == 0) {  // one forward pass of a random sample, on the CPU
     auto* sequential = dynamic_cast<nn::Sequential*>(model.get());
     LOOM_ASSERT(sequential != nullptr);  // build_model's three models are all Sequential
@@ -285,7 +290,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
 
   RankRun run;
-  run.history = train::fit(*trained, loss_for_outputs(1), optimizer, train_loader, &val_loader, fit);
+  run.history = train::fit(*trained, loss_for_outputs(logits), optimizer, train_loader, &val_loader, fit);
   if (rank.rank == 0) save_last(args, *model, data.prep, run.history);
   if (stopper) run.stopped_epoch = stopper->stopped_epoch();
   return run;
@@ -312,7 +317,8 @@ int run_train(const TrainArgs& args) {
       return train_fashion_fallback(args);
     }
   }
-  if (!args.resume.empty()) check_resume_recipe(args, plan.world_size, plan.prints());
+  std::vector<std::string> resumed_classes;
+  if (!args.resume.empty()) resumed_classes = check_resume_recipe(args, plan.world_size, plan.prints());
   if (args.deterministic) set_deterministic(true);
   if (args.conv_benchmark) set_conv_benchmark(true);
   if (plan.prints()) {
@@ -336,9 +342,14 @@ int run_train(const TrainArgs& args) {
       load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
   ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
-             " hold different class folders");
-  LOOM_CHECK(train_set.classes().size() == 2, split->train_dir, ": the cat/dog model needs exactly 2 "
-             "class folders, found ", train_set.classes().size());
+             " hold different class folders: ", class_list(train_set.classes()), " and ",
+             class_list(val_set.classes()), "; each class needs a folder in both");
+  LOOM_CHECK(train_set.classes().size() >= 2, split->train_dir, ": training needs at least 2 class folders, found ",
+             class_list(train_set.classes()));
+  // The model's head has one output per class (one for two): another class set cannot resume.
+  LOOM_CHECK(args.resume.empty() || resumed_classes == train_set.classes(), "--resume ", args.resume,
+             ": the checkpoint was trained on the classes ", class_list(resumed_classes), ", ", split->train_dir,
+             " holds ", class_list(train_set.classes()));
   std::unique_ptr<Subset> subset;
   data.train = train_set.images.get();
   data.val = val_set.images.get();

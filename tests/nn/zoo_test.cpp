@@ -1,6 +1,6 @@
 // The model zoo: summary() shapes and parameter counts (seed_cnn 410,753, classic_cnn 813,217,
-// resnet18 from its layer arithmetic), torchvision names, predict(), and the CPU memorisation
-// smoke test.
+// resnet18 from its layer arithmetic), the heads' number of outputs, torchvision names,
+// predict(), and the CPU memorisation smoke test.
 #include <cmath>
 
 #include "testing.h"
@@ -105,6 +105,43 @@ TEST(Zoo, ResNet18ShapesCountsAndNames) {
   EXPECT_EQ(state.at("bn1.num_batches_tracked").item<int64_t>(), 0);
   for (float m : state.at("bn1.running_mean").to_vector<float>()) EXPECT_EQ(m, 0.0f);
   EXPECT_LOOM_ERROR(resnet18(0), "num_outputs must be at least 1");
+}
+
+// num_outputs changes only the last Dense: one output is the seed's model (the spec of the
+// default, which old model files hold), K outputs are K logits with 128 weights and a bias each,
+// and every layer before the head draws the same weights from the same generator.
+TEST(Zoo, SmallCnnsTakeTheNumberOfOutputs) {
+  using Builder = std::shared_ptr<Sequential> (*)(int64_t, Init, Generator*);
+  const struct {
+    const char* name;
+    Builder build;
+    int64_t parameters;
+    std::string head;  // the head's state name prefix
+  } zoo[] = {{"seed_cnn", seed_cnn, 410753, "6."}, {"classic_cnn", classic_cnn, 813217, "9."}};
+  for (const auto& m : zoo) {
+    SCOPED_TRACE(m.name);
+    Generator g1(4), g3(4);
+    auto one = m.build(1, Init::Keras, &g1);
+    auto three = m.build(3, Init::Keras, &g3);
+    EXPECT_EQ(one->spec_json(), m.build(1, Init::Keras, nullptr)->spec_json());
+    EXPECT_EQ(one->spec_json(), (m.name == std::string("seed_cnn") ? seed_cnn() : classic_cnn())->spec_json());
+    EXPECT_EQ(one->num_parameters(), m.parameters);
+    EXPECT_EQ(three->num_parameters(), m.parameters + 2 * 129);
+    EXPECT_EQ(three->forward(zeros({2, 3, 64, 64})).shape(), (Shape{2, 3}));
+    const NamedTensors a = one->state_dict(), b = three->state_dict();
+    ASSERT_EQ(a.keys(), b.keys());
+    int compared = 0;
+    for (const auto& [name, tensor] : a) {
+      if (name.rfind(m.head, 0) == 0) {
+        EXPECT_EQ(b.at(name).size(0), 3) << name;  // weight [3, 128], bias [3]
+        continue;
+      }
+      EXPECT_EQ(tensor.to_vector<float>(), b.at(name).to_vector<float>()) << name;
+      ++compared;
+    }
+    EXPECT_EQ(compared, m.head == "6." ? 4 : 6);
+    EXPECT_LOOM_ERROR(m.build(0, Init::Keras, nullptr), "num_outputs must be at least 1, got 0");
+  }
 }
 
 TEST(Zoo, PredictAppliesTheHeadsProbabilityFunction) {
