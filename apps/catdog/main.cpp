@@ -159,6 +159,21 @@ int main(int argc, char** argv) {
                  "  loom-catdog import --model seed_cnn --weights seed.safetensors --out seed.loom.safetensors\n"
                  "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
 
+  train->footer("Examples:\n"
+                "  loom-catdog train                                  # the seed's recipe on ../shared/data/cats_dogs\n"
+                "  loom-catdog train --data DIR --epochs 50 --early-stopping 5 --tensorboard runs/\n"
+                "  loom-catdog train --model resnet18 --gpus 4        # four GPUs, DistributedDataParallel\n"
+                "  loom-catdog train --device cpu --world-size 2      # two ranks on the CPU\n"
+                "  loom-catdog train --pipeline 2 --micro-batches 8   # the model cut into two stages\n"
+                "  loom-catdog train --resume catdog.safetensors.ckpt # continue a stopped run");
+  evaluate->footer("Examples:\n"
+                   "  loom-catdog evaluate --model catdog.safetensors --data ../shared/data/cats_dogs\n"
+                   "  loom-catdog evaluate --model catdog.safetensors --data DIR/val --json > report.json");
+  predict->footer("Examples:\n"
+                  "  loom-catdog predict --model catdog.safetensors photo.jpg       # \"dog 0.93  photo.jpg\"\n"
+                  "  loom-catdog predict --model catdog.safetensors photos/ --json  # every image below photos/\n"
+                  "  loom-catdog predict --model classes.safetensors --top-k 3 a.png");
+
   CLI11_PARSE(app, argc, argv);
   if (gpus_flag->count() > 0) t.gpus = gpus;
   if (world_flag->count() > 0) t.world_size = world_size;

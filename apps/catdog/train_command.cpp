@@ -230,9 +230,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   const int64_t logits = outputs_for_classes(data.prep.class_names.size());
   auto model = build_model(args, logits, init_gen);
   if (args.summary && rank.rank == 0) {  // one forward pass of a random sample, on the CPU
-    auto* sequential = dynamic_cast<nn::Sequential*>(model.get());
-    LOOM_ASSERT(sequential != nullptr);  // build_model's three models are all Sequential
-    std::cout << sequential->summary({3, args.image_size, args.image_size}) << std::flush;
+    std::cout << nn::summary(*model, {3, args.image_size, args.image_size}) << std::flush;
   }
   data::DataLoaderOptions train_options;
   train_options.batch_size = args.batch_size;

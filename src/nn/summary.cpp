@@ -1,8 +1,10 @@
-// Sequential::summarize/summary: a real forward pass of one random sample, layer by layer.
+// Sequential::summarize/summary and nn::summary: a real forward pass of one random sample, layer
+// by layer for a Sequential, as a whole for any other module.
 #include <cstdio>
 #include <sstream>
 
 #include "loom/nn/sequential.h"
+#include "loom/nn/summary.h"
 #include "loom/tensor/autograd.h"
 #include "loom/tensor/random.h"
 
@@ -23,18 +25,22 @@ std::string with_commas(int64_t n) {
   return digits;
 }
 
+// One random sample of `input_shape` with a batch dimension, in the model's dtype and device.
+Tensor sample_input(const Module& model, const Shape& input_shape) {
+  Shape batched{1};
+  batched.insert(batched.end(), input_shape.begin(), input_shape.end());
+  Generator gen(0);
+  const std::vector<Tensor> params = model.parameters();
+  const DType dtype = params.empty() ? kFloat32 : params.front().dtype();
+  return randn(batched, TensorOptions(dtype).device(model.device()), &gen);
+}
+
 }  // namespace
 
 std::vector<LayerSummary> Sequential::summarize(const Shape& input_shape) {
-  Shape batched{1};
-  batched.insert(batched.end(), input_shape.begin(), input_shape.end());
-
   EvalModeGuard eval_mode(*this);
   NoGradGuard no_grad;
-  Generator gen(0);
-  const std::vector<Tensor> params = parameters();
-  const DType dtype = params.empty() ? kFloat32 : params.front().dtype();
-  Tensor x = randn(batched, TensorOptions(dtype).device(device()), &gen);
+  Tensor x = sample_input(*this, input_shape);
   std::vector<LayerSummary> rows;
   for (const auto& [name, layer] : named_children()) {
     x = layer->forward(x);
@@ -60,6 +66,39 @@ std::string Sequential::summary(const Shape& input_shape) {
   }
   const int64_t total = num_parameters(), trainable = num_parameters(true);
   out << "Total params: " << with_commas(total) << "\n"
+      << "Trainable params: " << with_commas(trainable) << "\n"
+      << "Non-trainable params: " << with_commas(total - trainable) << "\n"
+      << rule << "\n";
+  return out.str();
+}
+
+std::string summary(Module& model, const Shape& input_shape) {
+  if (auto* sequential = dynamic_cast<Sequential*>(&model)) return sequential->summary(input_shape);
+  Shape output;
+  {
+    EvalModeGuard eval_mode(model);
+    NoGradGuard no_grad;
+    output = model.forward(sample_input(model, input_shape)).shape();
+  }
+  std::ostringstream out;
+  const std::string rule(72, '_'), thick(72, '=');
+  char line[256];
+  std::snprintf(line, sizeof line, "%-45s %25s\n", "Module (type)", "Param #");
+  out << "Model: \"" << model.type_name() << "\"\n" << rule << "\n" << line << thick << "\n";
+  int64_t in_children = 0;
+  for (const auto& [name, child] : model.named_children()) {
+    const std::string label = name + " (" + child->type_name() + ")";
+    std::snprintf(line, sizeof line, "%-45s %25s\n", label.c_str(), with_commas(child->num_parameters()).c_str());
+    out << line << rule << "\n";
+    in_children += child->num_parameters();
+  }
+  const int64_t total = model.num_parameters(), trainable = model.num_parameters(true);
+  if (total > in_children) {  // parameters the module registers itself
+    std::snprintf(line, sizeof line, "%-45s %25s\n", "(its own parameters)", with_commas(total - in_children).c_str());
+    out << line << rule << "\n";
+  }
+  out << "Output shape: " << shape_with_batch(output) << "\n"
+      << "Total params: " << with_commas(total) << "\n"
       << "Trainable params: " << with_commas(trainable) << "\n"
       << "Non-trainable params: " << with_commas(total - trainable) << "\n"
       << rule << "\n";

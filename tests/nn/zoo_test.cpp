@@ -182,3 +182,41 @@ TEST(Zoo, ClassicCnnMemorisesSixtyFourImagesOnCpu) {
 
 }  // namespace
 }  // namespace loom::nn
+
+namespace loom {
+namespace {
+
+// A module that is not a Sequential: two children and a parameter of its own.
+class Residual : public nn::Module {
+ public:
+  Residual() {
+    a_ = register_module("a", std::make_shared<nn::Linear>(4, 4));
+    b_ = register_module("b", std::make_shared<nn::Linear>(4, 2));
+    scale_ = register_parameter("scale", ones({4}));
+  }
+  Tensor forward(const Tensor& x) override { return b_->forward(a_->forward(x) * scale_ + x); }
+  std::string type_name() const override { return "Residual"; }
+
+ private:
+  std::shared_ptr<nn::Linear> a_, b_;
+  Tensor scale_;
+};
+
+TEST(Summary, AnyModuleListsItsChildrenAndItsOutputShape) {
+  Residual model;
+  model.train();
+  const std::string text = nn::summary(model, {4});
+  EXPECT_NE(text.find("Model: \"Residual\""), std::string::npos) << text;
+  EXPECT_NE(text.find("a (Linear)"), std::string::npos) << text;
+  EXPECT_NE(text.find("20"), std::string::npos) << text;  // 4 x 4 + 4
+  EXPECT_NE(text.find("(its own parameters)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Output shape: (None, 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Total params: 34"), std::string::npos) << text;  // 20 + 10 + 4
+  EXPECT_TRUE(model.is_training());  // the mode is restored
+  // A Sequential keeps its layer-by-layer table.
+  auto seq = nn::seed_cnn();
+  EXPECT_EQ(nn::summary(*seq, {3, 64, 64}), seq->summary({3, 64, 64}));
+}
+
+}  // namespace
+}  // namespace loom
