@@ -24,15 +24,6 @@ Device parse_device(const std::string& spec) {
   return device;
 }
 
-data::DecodeOptions decode_options(const io::Preprocessing& p) {
-  data::DecodeOptions o;
-  o.height = p.height;
-  o.width = p.width;
-  o.interpolation = p.interpolation;
-  o.dct_scaling = false;
-  return o;
-}
-
 data::OnBadInput on_bad_input(bool strict) { return strict ? data::OnBadInput::Throw : data::OnBadInput::Skip; }
 
 namespace {
@@ -88,7 +79,7 @@ ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int 
   // By default a photograph that does not decode is left out with a warning line, as in a long
   // run one bad file should not cost the whole training.
   data::ImageFolderOptions options;
-  options.decode = decode_options(p);
+  options.decode = p.decode_options();
   options.on_bad_input = on_bad_input;
   ImageSet set;
   std::unique_ptr<DecodeRecord> record;

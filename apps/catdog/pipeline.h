@@ -11,11 +11,6 @@
 
 namespace loom::catdog {
 
-// How a photograph becomes a model input of `p`: its size and interpolation, and a JPEG decoded
-// at full size as PIL does (no libjpeg DCT down-scaling, which would low-pass the image before
-// the resize), so that --resize nearest gives exactly Keras' load_img and bilinear
-// torchvision's antialiased Resize.
-data::DecodeOptions decode_options(const io::Preprocessing& p);
 
 // --strict: any photograph that does not decode is an error (Throw); otherwise it is left out
 // with a warning naming it (Skip).
@@ -36,7 +31,7 @@ inline constexpr int64_t kMaxEvalBatchBytes = int64_t{256} << 20;
 void check_input_size(const std::string& spec_json, const io::Preprocessing& p,
                       const std::string& source);
 
-// A folder of class folders decoded once with decode_options(p) (later epochs decode nothing).
+// A folder of class folders decoded once with p.decode_options() (later epochs decode nothing).
 // An empty class folder, or a class none of whose images decodes, is an error naming it; any
 // other image that does not decode is left out with a warning (Skip) or is an error (Throw).
 struct ImageSet {

@@ -91,7 +91,7 @@ int run_predict(const PredictArgs& args) {
   check_model_classes(prep, args.model);
   check_top_k(args, prep.class_names);
   check_input_size(loaded.model->spec_json(), prep, args.model);
-  const data::DecodeOptions decode = decode_options(prep);  // the interpolation trained with
+  const data::DecodeOptions decode = prep.decode_options();  // the interpolation trained with
   const data::AugmentOptions transform = preprocessing_transform(prep);
   const data::SampleTransform identity;
 

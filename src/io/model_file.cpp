@@ -60,6 +60,15 @@ nn::NamedTensors outside(const nn::NamedTensors& state, const std::vector<std::s
 
 }  // namespace
 
+data::DecodeOptions Preprocessing::decode_options() const {
+  data::DecodeOptions o;
+  o.height = height;
+  o.width = width;
+  o.interpolation = interpolation;
+  o.dct_scaling = false;
+  return o;
+}
+
 std::string Preprocessing::to_json() const {
   json j = {{"height", height},
             {"width", width},

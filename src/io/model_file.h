@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/data/decode.h"
 #include "loom/data/resize.h"
 #include "loom/io/safetensors.h"
 #include "loom/nn/module.h"
@@ -36,6 +37,13 @@ struct Preprocessing {
   std::vector<std::string> class_names;  // label i is class_names[i]
   std::vector<double> mean;
   std::vector<double> std;
+
+  // How a photograph becomes an input of this model: its size and interpolation, and a JPEG
+  // decoded at full size as PIL does (no libjpeg DCT down-scaling, which would low-pass the image
+  // before the resize), so that nearest gives exactly Keras' load_img and bilinear torchvision's
+  // antialiased Resize. Training's loaders and serving (evaluate, predict) both take it from
+  // here, so they cannot decode differently.
+  data::DecodeOptions decode_options() const;
 
   std::string to_json() const;
   // Throws loom::Error naming `source` (a file) when the JSON is malformed (see

@@ -234,3 +234,29 @@ TEST_F(ModelFile, CheckpointErrorsNameTheFile) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+// Training and serving decode through Preprocessing::decode_options: what a model file says,
+// and for a preprocessing of defaults exactly the decoder's own defaults but the size.
+TEST(Preprocessing, DecodeOptionsAreTheModelFilesAndTheDecodersDefaults) {
+  io::Preprocessing p;
+  p.height = 48;
+  p.width = 40;
+  p.interpolation = data::Interpolation::Area;
+  const data::DecodeOptions o = p.decode_options();
+  EXPECT_EQ(o.height, 48);
+  EXPECT_EQ(o.width, 40);
+  EXPECT_EQ(o.interpolation, data::Interpolation::Area);
+  EXPECT_FALSE(o.dct_scaling);
+  const data::DecodeOptions defaults;
+  EXPECT_EQ(io::Preprocessing().decode_options().interpolation, defaults.interpolation);
+  EXPECT_EQ(io::Preprocessing().decode_options().max_pixels, defaults.max_pixels);
+  const io::Preprocessing back = io::Preprocessing::from_json(p.to_json(), "test");
+  EXPECT_EQ(back.decode_options().interpolation, o.interpolation);
+  EXPECT_EQ(back.decode_options().height, o.height);
+}
+
+}  // namespace
+}  // namespace loom
