@@ -68,11 +68,9 @@ Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_no
   const Tensor total = sqrt(total_sq);
   // min(1, max_norm / (total + 1e-6)); NaN stays NaN, so a non-finite norm reaches the grads.
   const Tensor coef = clamp(max_norm / (total + 1e-6), 0.0, 1.0);
-  for (const auto& bucket : buckets) {
-    for (const Tensor& grad : bucket) {
-      const Tensor factor = coef.to(grad.device(), grad.dtype());
-      Tensor(grad).copy_(grad * factor);
-    }
+  for (const auto& bucket : buckets) {  // one device and dtype: one factor for all its grads
+    const Tensor factor = coef.to(bucket.front().device(), bucket.front().dtype());
+    for (const Tensor& grad : bucket) Tensor(grad).copy_(grad * factor);
   }
   return total;
 }
