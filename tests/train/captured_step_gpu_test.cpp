@@ -2,6 +2,8 @@
 // optimizer state and batch-norm statistics (with a learning-rate change and a second shape in
 // between), steps that cannot be captured are errors that leave the model as it was, and the
 // graph's memory is its own.
+#include <optional>
+
 #include <loom/loom.h>
 
 #include "synthetic.h"
@@ -179,7 +181,7 @@ TEST(CapturedStep, FitWithCaptureMatchesFitWithout) {
   LOOM_REQUIRE_CUDA();
   testing::DeterministicAlgorithmsGuard deterministic;
   const testing::HalvesDataset dataset(40, 71);
-  auto run = [&](bool capture) {
+  auto run = [&](bool capture, std::optional<double> clip) {
     auto model = small_model(9);
     optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-2));
     data::DataLoaderOptions lo;
@@ -192,17 +194,23 @@ TEST(CapturedStep, FitWithCaptureMatchesFitWithout) {
     fo.epochs = 3;
     fo.out = nullptr;
     fo.capture = capture;
+    fo.clip_grad_norm = clip;
     train::History h = train::fit(*model, train::binary_cross_entropy_loss(), opt, loader, nullptr, fo);
     return std::make_pair(h, model);
   };
-  auto [eager_history, eager_model] = run(false);
-  auto [graph_history, graph_model] = run(true);
-  ASSERT_EQ(eager_history.epochs.size(), 3u);
-  for (size_t e = 0; e < 3; ++e) {
-    EXPECT_EQ(graph_history.epochs[e].at("loss"), eager_history.epochs[e].at("loss"));
-    EXPECT_EQ(graph_history.epochs[e].at("accuracy"), eager_history.epochs[e].at("accuracy"));
+  // Without clipping, and with a norm small enough that every step clips (on the device, inside
+  // the graph: CapturedStep::Options::before_update).
+  for (const std::optional<double> clip : {std::optional<double>(), std::optional<double>(0.05)}) {
+    SCOPED_TRACE(clip ? "clip_grad_norm 0.05" : "no clipping");
+    auto [eager_history, eager_model] = run(false, clip);
+    auto [graph_history, graph_model] = run(true, clip);
+    ASSERT_EQ(eager_history.epochs.size(), 3u);
+    for (size_t e = 0; e < 3; ++e) {
+      EXPECT_EQ(graph_history.epochs[e].at("loss"), eager_history.epochs[e].at("loss"));
+      EXPECT_EQ(graph_history.epochs[e].at("accuracy"), eager_history.epochs[e].at("accuracy"));
+    }
+    expect_same_state(*eager_model, *graph_model);
   }
-  expect_same_state(*eager_model, *graph_model);
 }
 
 }  // namespace
