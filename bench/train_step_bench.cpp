@@ -2,11 +2,13 @@
 // step on random inputs, as a user's loop runs them. Median of --iters steps after --warmup;
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
-//                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--json]
+//                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--precision fp32|tf32|bf16] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
 // (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
 // (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
 // so all see the same clocks, and each row gives its time against the plain model's.
+// --precision (train/precision.h; default tf32) applies to every variant; other than tf32 it is
+// appended to the variants' names ("graph_bf16": bf16 autocast in a captured step).
 // Output follows nccl-tests: '#' lines give the setup, then one row per configuration.
 #include <loom/loom.h>
 
@@ -42,12 +44,14 @@ struct Trainee {
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<loom::optim::Adam> optimizer;
   std::unique_ptr<loom::train::CapturedStep> captured;
+  bool autocast = false;
   void step(const loom::Tensor& images, const loom::Tensor& labels) {
     if (captured) {
       captured->run(images, labels);
       return;
     }
-    loom::Tensor loss = nn::binary_cross_entropy_with_logits(model->forward(images), labels);
+    loom::Tensor loss =
+        nn::binary_cross_entropy_with_logits(loom::train::forward(*model, images, autocast), labels);
     optimizer->zero_grad();
     loss.backward();
     optimizer->step();
@@ -55,10 +59,12 @@ struct Trainee {
 };
 
 Trainee make_trainee(const std::string& variant, const std::string& name, loom::Device device,
-                     dist::GroupPtr group) {
+                     dist::GroupPtr group, loom::train::Precision precision) {
   loom::manual_seed(1);  // the same weights for every variant
   Trainee t;
   t.variant = variant;
+  if (precision != loom::train::Precision::TF32) t.variant += std::string("_") + loom::train::precision_name(precision);
+  t.autocast = precision == loom::train::Precision::BFloat16;
   t.model = make_model(name);
   t.model->to(device);
   t.model->train();
@@ -66,10 +72,12 @@ Trainee make_trainee(const std::string& variant, const std::string& name, loom::
   t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
                                                     loom::optim::GroupOptions().with_lr(1e-3));
   if (variant == "graph") {
+    loom::train::CapturedStep::Options options;
+    options.autocast = t.autocast;
     t.captured = std::make_unique<loom::train::CapturedStep>(
         *t.model,
         [](const loom::Tensor& out, const loom::Tensor& y) { return nn::binary_cross_entropy_with_logits(out, y); },
-        *t.optimizer);
+        *t.optimizer, options);
   }
   return t;
 }
@@ -128,6 +136,7 @@ int main(int argc, char** argv) {
   int64_t batch = 32;
   int warmup = 20, iters = 100;
   bool json = false, ddp = false, graph = false, conv_benchmark = false;
+  std::string precision_name = "tf32";
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", device_name);
@@ -137,6 +146,9 @@ int main(int argc, char** argv) {
   app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep)");
   app.add_flag("--conv-benchmark", conv_benchmark,
                "choose cuDNN's convolution algorithms by timing them (loom::set_conv_benchmark)");
+  app.add_option("--precision", precision_name, "fp32, tf32 (convolutions on TF32 tensor cores) or bf16 "
+                 "(mixed precision: loom::Autocast)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
@@ -144,20 +156,22 @@ int main(int argc, char** argv) {
     const loom::Device device(device_name);
     LOOM_CHECK(!graph || device.is_cuda(), "--graph needs --device cuda (CUDA graphs)");
     loom::set_conv_benchmark(conv_benchmark);
+    const loom::train::Precision precision = *loom::train::precision_from_name(precision_name);
+    loom::train::use_precision(precision);
     loom::manual_seed(1);
     // Random (never zero) inputs; labels 0/1.
     const loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
     const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
     std::vector<Trainee> trainees;
-    trainees.push_back(make_trainee("plain", model_name, device, nullptr));
+    trainees.push_back(make_trainee("plain", model_name, device, nullptr, precision));
     dist::GroupPtr group;
     if (ddp) {
       group = device.is_cuda() ? dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index)
                                : dist::make_threads_groups(1, device)[0];
-      trainees.push_back(make_trainee("ddp", model_name, device, group));
+      trainees.push_back(make_trainee("ddp", model_name, device, group, precision));
     }
-    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr));
+    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr, precision));
     for (int i = 0; i < warmup; ++i) {
       for (Trainee& t : trainees) t.step(images, labels);
     }

@@ -1,7 +1,8 @@
 """The same training step as bench/train_step_bench.cpp in PyTorch, for comparison in the same run
 on the same machine: forward, BCEWithLogits, backward, Adam; median of --iters. --mode picks
-PyTorch's eager step, the whole step captured in one CUDA graph, or bf16 autocast + channels-last
-+ CUDA graph; --mode all prints one JSON line for each.
+PyTorch's eager step, the whole step captured in one CUDA graph, bf16 autocast + channels-last
++ CUDA graph, or bf16 autocast + CUDA graph in NCHW (what channels-last adds to bf16); --mode all
+prints one JSON line for each.
 
   python3 bench/train_step_torch.py --model seed_cnn --batch 32 --device cuda [--mode all] [--threads 2]
 """
@@ -38,7 +39,7 @@ def resnet18():
 
 
 MODELS = {"seed_cnn": seed_cnn, "classic_cnn": classic_cnn, "resnet18": resnet18}
-MODES = ("eager", "graph", "bf16")
+MODES = ("eager", "graph", "bf16", "bf16_nchw")
 
 
 def captured(model, opt, x, y, loss_fn, bf16):
@@ -83,7 +84,8 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--mode", default="eager", choices=[*MODES, "all"],
                    help="eager; graph: the whole step in one CUDA graph; bf16: autocast bf16 + "
-                        "channels-last + CUDA graph; all: each of them (on the CPU only eager)")
+                        "channels-last + CUDA graph; bf16_nchw: the same without channels-last; all: each "
+                        "of them (on the CPU only eager)")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--threads", type=int, default=0)
@@ -135,11 +137,12 @@ def main():
                 opt.step()
                 return loss
             return step
-        bf16 = mode == "bf16"
-        if bf16:
+        bf16 = mode in ("bf16", "bf16_nchw")
+        channels_last = mode == "bf16"
+        if channels_last:
             model = model.to(memory_format=torch.channels_last)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
-        inputs = x.contiguous(memory_format=torch.channels_last) if bf16 else x
+        inputs = x.contiguous(memory_format=torch.channels_last) if channels_last else x
         return captured(model, opt, inputs, y, loss_fn, bf16)
 
     if args.ddp:

@@ -8,6 +8,7 @@
 #include "loom/nn/nn.h"
 #include "loom/ops/ops.h"
 #include "loom/optim/optim.h"
+#include "loom/tensor/autocast.h"
 #include "loom/tensor/autograd.h"
 #include "loom/tensor/cuda/caching_allocator.h"
 #include "loom/tensor/cuda/graph.h"

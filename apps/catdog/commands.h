@@ -56,6 +56,8 @@ struct TrainArgs {
   // uploaded and warped on the device; the same per-pixel maths as the CPU's).
   std::string augment_on = "auto";
   bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
+  // fp32 | tf32 | bf16 (train/precision.h): bf16 trains with mixed precision on CUDA.
+  std::string precision = "tf32";
   std::string checkpoint;      // empty: <out>.ckpt
   int64_t checkpoint_every_steps = 0;
   std::string metrics;         // empty: <out>.metrics.csv (and .jsonl beside it)

@@ -255,6 +255,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.epochs = args.epochs;
   fit.group = rank.group;
   fit.capture = pipeline == nullptr && capture_steps(args, rank);
+  fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -319,6 +320,9 @@ int run_train(const TrainArgs& args) {
   if (!args.resume.empty()) resumed_classes = check_resume_recipe(args, plan.world_size, plan.prints());
   if (args.deterministic) set_deterministic(true);
   if (args.conv_benchmark) set_conv_benchmark(true);
+  train::use_precision(*train::precision_from_name(args.precision));
+  LOOM_CHECK(args.precision != "bf16" || args.pipeline <= 1, "--precision bf16 does not apply to --pipeline yet "
+             "(its stages hand over float32); use tf32 or fp32");
   if (plan.prints()) {
     std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
               << plan.device.str() << ", augment " << args.augment << " on the "
@@ -328,6 +332,7 @@ int run_train(const TrainArgs& args) {
               << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" && args.pipeline <= 1
                       ? ", steps in a CUDA graph"
                       : "")
+              << (plan.device.is_cuda() && args.precision != "tf32" ? ", precision " + args.precision : "")
               << "\n";
   }
 

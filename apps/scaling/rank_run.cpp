@@ -179,7 +179,8 @@ class Trainee {
  public:
   Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group,
           const PipelineSpec* pipeline = nullptr)
-      : device_(device), devices_(pipeline ? pipeline->devices : std::vector<Device>{device}) {
+      : device_(device), devices_(pipeline ? pipeline->devices : std::vector<Device>{device}),
+        autocast_(c.precision == "bf16" && device.is_cuda()) {
     std::shared_ptr<nn::Sequential> model;
     {
       Generator weights(1);  // the same weights everywhere (DDP would send rank 0's anyway)
@@ -221,7 +222,7 @@ class Trainee {
         return nn::binary_cross_entropy_with_logits(out, target);
       });
     } else {
-      nn::binary_cross_entropy_with_logits(trained().forward(images_), labels_).backward();
+      nn::binary_cross_entropy_with_logits(train::forward(trained(), images_, autocast_), labels_).backward();
     }
     adam_->step();
     return waited;
@@ -285,6 +286,7 @@ class Trainee {
  private:
   Device device_;
   std::vector<Device> devices_;  // every device the model is on
+  bool autocast_;                // bf16 mixed precision (--precision bf16 on CUDA)
   std::shared_ptr<nn::Module> model_;
   std::shared_ptr<dist::DistributedDataParallel> ddp_;
   std::shared_ptr<dist::PipelineParallel> pipe_;

@@ -12,6 +12,10 @@ namespace loom::nn {
 
 namespace {
 
+// Bfloat16 predictions (mixed precision's outputs) widened to float32: a loss and its mean over
+// a batch in bfloat16 would keep 8 significant bits; the gradient flows back as bfloat16.
+Tensor widened(const Tensor& t) { return t.defined() && t.dtype() == kBFloat16 ? t.to(kFloat32) : t; }
+
 Tensor reduce(const Tensor& losses, Reduction reduction) {
   switch (reduction) {
     case Reduction::Mean:
@@ -60,14 +64,16 @@ Tensor picked_negative(const Tensor& log_probs, const Tensor& targets) {
 
 }  // namespace
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& targets,
                                         Reduction reduction) {
+  const Tensor logits = widened(logits_in);
   const Tensor y = matching_targets("binary_cross_entropy_with_logits", logits, targets);
   return reduce(bce_with_logits_terms(logits, y), reduction);
 }
 
-Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets, Reduction reduction,
+Tensor binary_cross_entropy(const Tensor& probs_in, const Tensor& targets, Reduction reduction,
                             double eps) {
+  const Tensor probs = widened(probs_in);
   const Tensor y = matching_targets("binary_cross_entropy", probs, targets);
   LOOM_CHECK(eps >= 0 && eps < 0.5, "binary_cross_entropy: eps must be in [0, 0.5), got ", eps);
   const Tensor p = clamp(probs, eps, 1.0 - eps);
@@ -75,13 +81,15 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets, Reductio
   return reduce(losses, reduction);
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduction) {
+Tensor nll_loss(const Tensor& log_probs_in, const Tensor& targets, Reduction reduction) {
+  const Tensor log_probs = widened(log_probs_in);
   check_class_targets("nll_loss", log_probs, targets);
   return reduce(picked_negative(log_probs, targets), reduction);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction,
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, Reduction reduction,
                      double label_smoothing) {
+  const Tensor logits = widened(logits_in);
   check_class_targets("cross_entropy", logits, targets);
   LOOM_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
              "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
@@ -94,7 +102,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   return reduce(losses, reduction);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target, Reduction reduction) {
+  const Tensor input = widened(input_in);
   const Tensor y = matching_targets("mse_loss", input, target);
   const Tensor diff = input - y;
   return reduce(diff * diff, reduction);

@@ -1,6 +1,7 @@
 // Loss functions, built by composing differentiable ops (so their gradients come for free).
 // Reduction::Mean averages over every element (over the batch for class-index losses),
-// Sum adds them, None returns the per-element (per-sample) losses.
+// Sum adds them, None returns the per-element (per-sample) losses. Bfloat16 predictions (mixed
+// precision's outputs) are widened to float32 first: every loss computes, and returns, float32.
 #pragma once
 
 #include "loom/tensor/tensor.h"

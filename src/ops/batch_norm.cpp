@@ -12,14 +12,18 @@ namespace loom {
 
 namespace {
 
+// The dtype of the per-channel tensors: the input's, float32 for bfloat16 input (mixed
+// precision keeps statistics and parameters in float32).
+DType channel_dtype(const Tensor& x) { return x.dtype() == kBFloat16 ? kFloat32 : x.dtype(); }
+
 void check_channel_tensor(const Tensor& t, const char* name, const Tensor& x) {
   if (!t.defined()) return;
   LOOM_CHECK(t.dim() == 1 && t.size(0) == x.size(1), "batch_norm: ", name, " has shape ",
              shape_str(t.shape()), " but the input ", shape_str(x.shape()), " has ", x.size(1),
              " channels");
-  LOOM_CHECK(t.dtype() == x.dtype() && t.device() == x.device(), "batch_norm: ", name, " (",
-             t.dtype(), ", ", t.device(), ") must have the input's dtype and device (", x.dtype(),
-             ", ", x.device(), ")");
+  LOOM_CHECK(t.dtype() == channel_dtype(x) && t.device() == x.device(), "batch_norm: ", name, " (",
+             t.dtype(), ", ", t.device(), ") must be ", channel_dtype(x), " on the input's device (the input is ",
+             x.dtype(), " on ", x.device(), ")");
 }
 
 }  // namespace
@@ -52,7 +56,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   const Tensor x = x_in.contiguous();
   const Tensor weight = weight_in.defined() ? weight_in.contiguous() : Tensor();
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
-  const Tensor mean = empty({g.c}, x.options()), invstd = empty({g.c}, x.options());
+  const TensorOptions channel_options = x.options().dtype(channel_dtype(x));
+  const Tensor mean = empty({g.c}, channel_options), invstd = empty({g.c}, channel_options);
   Tensor out = empty(x.shape(), x.options());
   if (x.is_cuda()) {
     LOOM_CUDA_DISPATCH("batch_norm", {
@@ -79,8 +84,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
                 [x, weight, mean, invstd, g, training, need_input, need_weight, need_bias](const Tensor& grad) {
                   const Tensor dy = grad.contiguous();
                   const Tensor dx = need_input ? empty(x.shape(), x.options()) : Tensor();
-                  const Tensor dw = need_weight ? empty({g.c}, x.options()) : Tensor();
-                  const Tensor db = need_bias ? empty({g.c}, x.options()) : Tensor();
+                  const Tensor dw = need_weight ? empty({g.c}, mean.options()) : Tensor();
+                  const Tensor db = need_bias ? empty({g.c}, mean.options()) : Tensor();
                   if (dy.is_cuda()) {
                     LOOM_CUDA_DISPATCH("batch_norm backward",
                                        detail::cuda_batch_norm_backward(dy, x, g, mean, invstd, weight,

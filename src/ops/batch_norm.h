@@ -12,6 +12,8 @@ namespace loom {
 //   var * m / (m - 1), m = N * H * W, as PyTorch does.
 // eval: mean/var are running_mean/running_var (both required).
 // weight/bias undefined: 1 and 0. Gradients flow to x, weight and bias, never to running stats.
+// Bfloat16 x (mixed precision, tensor/autocast.h) takes float32 weight, bias and running
+// statistics, computes in double as the other dtypes do, and returns bfloat16.
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5);

@@ -1,12 +1,15 @@
 // Internal: batch norm's per-channel and per-element rules, compiled into both the CPU loops
 // (cpu/batch_norm.cpp) and the CUDA kernels (cuda/batch_norm.cu). x is viewed as
-// [n, c, inner]; per-channel tensors (mean, invstd, weight, bias, running stats) have x's dtype;
-// sums run in double.
+// [n, c, inner]; per-channel tensors (mean, invstd, weight, bias, running stats) have x's dtype,
+// float32 for bfloat16 x (bn_param_t: mixed precision keeps statistics and parameters in
+// float32); sums run in double.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "loom/tensor/bfloat16.h"
 #include "loom/tensor/host_device.h"
 
 namespace loom::detail {
@@ -16,6 +19,10 @@ struct BnGeometry {
   LOOM_HOST_DEVICE double count() const { return static_cast<double>(n * inner); }
   LOOM_HOST_DEVICE int64_t channel_of(int64_t i) const { return (i / inner) % c; }
 };
+
+// The per-channel element type for data of type T.
+template <typename T>
+using bn_param_t = std::conditional_t<std::is_same_v<T, BFloat16>, float, T>;
 
 // Per-channel pointers of one call; weight/bias/running stats may be null.
 template <typename T>
@@ -47,8 +54,8 @@ LOOM_HOST_DEVICE void bn_finish_stats(const BnChannels<T>& ch, int64_t c, double
   }
 }
 
-template <typename T>
-LOOM_HOST_DEVICE T bn_apply_at(const BnChannels<T>& ch, int64_t c, T x) {
+template <typename T, typename P>
+LOOM_HOST_DEVICE T bn_apply_at(const BnChannels<P>& ch, int64_t c, T x) {
   const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
   const double b = ch.bias ? static_cast<double>(ch.bias[c]) : 0.0;
   return static_cast<T>((static_cast<double>(x) - ch.mean[c]) * ch.invstd[c] * w + b);
@@ -57,8 +64,8 @@ LOOM_HOST_DEVICE T bn_apply_at(const BnChannels<T>& ch, int64_t c, T x) {
 // dx from dy, given per channel sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)).
 // Training: dx = w * invstd * (dy - sum_dy / m - xhat * invstd * sum_dy_xmu / m);
 // eval (statistics are constants): dx = w * invstd * dy.
-template <typename T>
-LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<T>& ch, int64_t c, T x, T dy, double sum_dy,
+template <typename T, typename P>
+LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<P>& ch, int64_t c, T x, T dy, double sum_dy,
                                     double sum_dy_xmu, double count, bool training) {
   const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
   const double invstd = ch.invstd[c];

@@ -8,6 +8,7 @@
 #include "loom/ops/conv_backend.h"
 #include "loom/ops/dispatch.h"
 #include "loom/ops/elementwise_backend.h"
+#include "loom/tensor/autocast.h"
 #include "loom/tensor/autograd.h"
 
 namespace loom {
@@ -151,12 +152,16 @@ Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
-  return conv2d_impl("conv2d", x, weight, bias, options, false);
+  using detail::autocast_operand;
+  return conv2d_impl("conv2d", autocast_operand(x), autocast_operand(weight), autocast_operand(bias), options,
+                     false);
 }
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
   if (!x.is_cuda()) return relu(conv2d(x, weight, bias, options));
-  return conv2d_impl("conv2d_relu", x, weight, bias, options, true);
+  using detail::autocast_operand;
+  return conv2d_impl("conv2d_relu", autocast_operand(x), autocast_operand(weight), autocast_operand(bias),
+                     options, true);
 }
 
 }  // namespace loom

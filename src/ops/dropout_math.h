@@ -7,8 +7,9 @@
 namespace loom::detail {
 
 // An element is kept when its draw is at least p; kept elements are scaled by 1 / (1 - p).
-template <typename T>
-LOOM_HOST_DEVICE T dropout_at(T value, T u, double p, double scale) {
+// U is T, or float for bfloat16 values (draws in float32, as for float32 values).
+template <typename T, typename U>
+LOOM_HOST_DEVICE T dropout_at(T value, U u, double p, double scale) {
   return static_cast<double>(u) >= p ? static_cast<T>(value * scale) : T(0);
 }
 

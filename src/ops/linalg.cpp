@@ -10,6 +10,7 @@
 #include "loom/ops/elementwise.h"
 #include "loom/ops/linalg_backend.h"
 #include "loom/ops/reduction.h"
+#include "loom/tensor/autocast.h"
 #include "loom/tensor/autograd.h"
 
 namespace loom {
@@ -103,7 +104,8 @@ Tensor batched_product(const Tensor& a, const Tensor& b, const char* op) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = detail::autocast_operand(a_in), b = detail::autocast_operand(b_in);
   check_pair(a, b, "matmul");
   LOOM_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dimension, "
              "got shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()));
@@ -136,7 +138,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return batched_product(a, b, "matmul");
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = detail::autocast_operand(a_in), b = detail::autocast_operand(b_in);
   check_pair(a, b, "bmm");
   LOOM_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expects two 3-D tensors, got shapes ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
@@ -146,7 +149,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return batched_product(a, b, "bmm");
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  using detail::autocast_operand;
+  const Tensor x = autocast_operand(x_in), weight = autocast_operand(weight_in), bias = autocast_operand(bias_in);
   check_pair(x, weight, "linear");
   LOOM_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ",
              shape_str(weight.shape()));

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/tensor/autocast.h"
 #include "loom/tensor/primitives.h"
 
 namespace loom {
@@ -147,6 +148,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                root.dtype(), " on ", root.device());
   }
   NoGradGuard no_grad;  // backward itself is not recorded (no higher-order gradients)
+  // Backward formulas run in the dtypes the forward saved: autocast would recast them.
+  Autocast no_autocast(false);
   CallbackScope callbacks;
 
   const Edge root_edge = edge_of(root);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "loom/tensor/cuda/graph.h"
+#include "loom/train/precision.h"
 
 namespace loom::train {
 
@@ -38,7 +39,7 @@ size_t CapturedStep::graphs() const {
 }
 
 CapturedStep::Result CapturedStep::eager(const Tensor& inputs, const Tensor& labels) {
-  const Tensor outputs = model_.forward(inputs);
+  const Tensor outputs = forward(model_, inputs, options_.autocast);
   const Tensor loss = loss_(outputs, labels);
   optimizer_.zero_grad();
   loss.backward();
@@ -76,7 +77,7 @@ void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels)
   auto graph = std::make_unique<cuda::Graph>(device);
   graph->capture_begin();
   try {
-    const Tensor outputs = model_.forward(s.inputs);
+    const Tensor outputs = forward(model_, s.inputs, options_.autocast);
     const Tensor loss = loss_(outputs, s.labels);
     loss.backward();
     if (options_.before_update) options_.before_update();

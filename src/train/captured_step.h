@@ -46,6 +46,9 @@ class CapturedStep {
     // Runs between backward and the optimizer update, captured with the step: device work on
     // the gradients only (fit's gradient clipping, optim::clip_grad_norm_on_device).
     std::function<void()> before_update;
+    // The forward pass under loom::Autocast, its output widened to float32 (train::forward):
+    // bf16 mixed precision, captured with the rest of the step.
+    bool autocast = false;
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);

@@ -17,6 +17,7 @@
 #include "loom/tensor/autograd.h"
 #include "loom/tensor/random.h"
 #include "loom/train/captured_step.h"
+#include "loom/train/precision.h"
 #include "loom/train/progress.h"
 #include "loom/train/ranks.h"
 
@@ -181,6 +182,8 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   auto* pipeline = dynamic_cast<dist::PipelineParallel*>(&model);
   LOOM_CHECK(pipeline == nullptr || !options.capture, "fit: capture does not apply to a "
              "dist::PipelineParallel model (its stages run op by op on their own streams); turn it off");
+  LOOM_CHECK(pipeline == nullptr || !options.autocast, "fit: autocast does not apply to a "
+             "dist::PipelineParallel model yet (its hand-overs between stages are float32); turn it off");
   LOOM_CHECK(options.accumulate_steps >= 1, "fit: accumulate_steps must be at least 1, got ", options.accumulate_steps);
   LOOM_CHECK(!options.clip_grad_norm || (std::isfinite(*options.clip_grad_norm) && *options.clip_grad_norm > 0.0),
              "fit: clip_grad_norm must be a finite number > 0, got ", options.clip_grad_norm.value_or(0.0));
@@ -196,6 +199,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     CapturedStep::Options capture_options;
     capture_options.before_update = clip;      // on the device, captured with the step
     capture_options.after_step = add_to_sums;  // inside the graph, with the step
+    capture_options.autocast = options.autocast;
     captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer, capture_options);
   }
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);
@@ -246,7 +250,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
             outputs = r.outputs;
             loss = size == 1 ? r.loss : r.loss * static_cast<double>(size);
           } else {
-            outputs = model.forward(batch->images);
+            outputs = forward(model, batch->images, options.autocast);
             loss = loss_fn(outputs, batch->labels);
             (size == 1 ? loss : loss * share).backward();
           }
@@ -292,7 +296,8 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     for (const MetricPtr& m : options.metrics) metrics[m->name()] = m->result(ctx.group);
     if (val_loader != nullptr) {
       const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
-                                      [&bar](int64_t done, int64_t total) { bar.validating(done, total); });
+                                      [&bar](int64_t done, int64_t total) { bar.validating(done, total); },
+                                      options.autocast);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
       for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;
@@ -332,7 +337,7 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 
 EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
                     dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics,
-                    const std::function<void(int64_t done, int64_t total)>& progress) {
+                    const std::function<void(int64_t done, int64_t total)>& progress, bool autocast) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
@@ -342,7 +347,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   int64_t batches = 0;
   loader.start_epoch(0);
   while (std::optional<data::Batch> batch = loader.next()) {
-    const Tensor outputs = model.forward(batch->images);
+    const Tensor outputs = forward(model, batch->images, autocast);
     const int64_t n = batch->labels.numel();
     loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
     correct = correct + count_correct(outputs, batch->labels);

@@ -63,6 +63,10 @@ struct FitOptions {
   // without random layers (dropout); inside DistributedDataParallel only over NCCL. The steps
   // are bit for bit the eager ones. Ignored on the CPU.
   bool capture = false;
+  // bf16 mixed precision on CUDA (train::forward): every forward pass, training and validation,
+  // under loom::Autocast, its outputs widened to float32 for the loss and the metrics; the
+  // optimizer updates float32 parameters. Ignored on the CPU. Not with a PipelineParallel model.
+  bool autocast = false;
 
   // Metrics besides loss and accuracy: each one's value on the training batches of an epoch
   // (History key name()) and on the validation data ("val_" + name()), over all ranks. A run
@@ -100,9 +104,11 @@ struct EvalResult {
 // confusion matrix) are summed over the ranks: every rank gets the result for the whole data.
 // Each of `metrics` is reset, fed every batch and read into EvalResult::metrics. `progress`, when
 // given, is called after each batch with the batches done and the loader's count.
+// `autocast`: the forward passes in bf16 mixed precision (train::forward).
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
                     dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
-                    const std::function<void(int64_t done, int64_t total)>& progress = {});
+                    const std::function<void(int64_t done, int64_t total)>& progress = {},
+                    bool autocast = false);
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);

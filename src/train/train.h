@@ -7,5 +7,6 @@
 #include "loom/train/captured_step.h"
 #include "loom/train/fit.h"
 #include "loom/train/history.h"
+#include "loom/train/precision.h"
 #include "loom/train/progress.h"
 #include "loom/train/tensorboard.h"

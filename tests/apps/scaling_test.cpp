@@ -121,8 +121,12 @@ TEST(Scaling, MoreGpusThanTheMachineHasIsAnErrorUnlessSkipped) {
 
 TEST(Scaling, BadConfigurationsAreClearErrors) {
   scaling::Config c = small_cpu_run();
+  c.precision = "fp16";
+  EXPECT_LOOM_ERROR(scaling::run(c), "--precision: expected fp32, tf32 or bf16");
+  c = small_cpu_run();
   c.precision = "bf16";
-  EXPECT_LOOM_ERROR(scaling::run(c), "--precision: expected fp32 or tf32");
+  c.pipeline_stages = {2};
+  EXPECT_LOOM_ERROR(scaling::run(c), "--precision bf16 does not apply to --pipeline");
   c = small_cpu_run();
   c.world_sizes = {0};
   EXPECT_LOOM_ERROR(scaling::run(c), "at least 1, got 0");

@@ -1,6 +1,7 @@
 // Losses against values computed by hand, float64 gradient checks, Keras' BCE clamping,
 // reductions and the input checks.
 #include <cmath>
+#include <functional>
 
 #include "testing.h"
 
@@ -159,6 +160,29 @@ TEST(Loss, BadInputsThrowNamingTheLoss) {
                     "input [4, 1] and targets [4] must have the same shape");
   EXPECT_LOOM_ERROR(mse_loss(zeros({2}), Tensor()), "mse_loss: input and targets must be defined");
   EXPECT_LOOM_ERROR(binary_cross_entropy(zeros({2}, kInt64), zeros({2})), "must be floating-point");
+}
+
+TEST(Loss, BFloat16PredictionsAreWidenedToFloat32) {
+  // Mixed precision's outputs: every loss computes in float32 on the same (bfloat16) values, and
+  // the gradient returns to the bfloat16 predictions rounded once.
+  Generator gen(70);
+  const Tensor logits = randn({64, 1}, kFloat32, &gen).to(kBFloat16);
+  const Tensor labels = randint(0, 2, {64, 1}, kInt64, &gen).to(kFloat32);
+  const Tensor classes = randint(0, 5, {64}, kInt64, &gen);
+  const Tensor scores = randn({64, 5}, kFloat32, &gen).to(kBFloat16);
+  auto check = [](const Tensor& pred, const std::function<Tensor(const Tensor&)>& loss) {
+    Tensor p16 = pred.detach().requires_grad_(), p32 = pred.to(kFloat32).detach().requires_grad_();
+    const Tensor l16 = loss(p16), l32 = loss(p32);
+    EXPECT_EQ(l16.dtype(), kFloat32);
+    EXPECT_EQ(l16.item<float>(), l32.item<float>());
+    l16.backward();
+    l32.backward();
+    ASSERT_EQ(p16.grad().dtype(), kBFloat16);
+    EXPECT_EQ(p16.grad().to(kFloat32).to_vector<float>(), p32.grad().to(kBFloat16).to(kFloat32).to_vector<float>());
+  };
+  check(logits, [&](const Tensor& p) { return binary_cross_entropy_with_logits(p, labels); });
+  check(logits, [&](const Tensor& p) { return mse_loss(p, labels); });
+  check(scores, [&](const Tensor& p) { return cross_entropy(p, classes); });
 }
 
 }  // namespace

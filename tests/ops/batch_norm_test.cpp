@@ -107,7 +107,7 @@ TEST(BatchNorm, Errors) {
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), c3, Tensor(), true), "or neither");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), c2, c2, true), "running_mean has shape");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false), "eval mode needs");
-  EXPECT_LOOM_ERROR(batch_norm(x, ones({3}, kFloat64), Tensor(), Tensor(), Tensor(), true), "input's dtype");
+  EXPECT_LOOM_ERROR(batch_norm(x, ones({3}, kFloat64), Tensor(), Tensor(), Tensor(), true), "weight (float64, cpu) must be float32");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 0.0), "eps must be positive");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 1.5), "momentum");
   EXPECT_LOOM_ERROR(batch_norm(randn({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true), "more than one value");

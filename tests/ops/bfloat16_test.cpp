@@ -1,7 +1,7 @@
 // The ops that take bfloat16 on the CPU, against float64 references on the same (bfloat16)
 // values: elementwise maths and activations (computed in float, rounded once), sum and mean
-// (accumulated in double), max/min/argmax, their gradients, and the clear error of every op
-// that does not take bfloat16 yet.
+// (accumulated in double), max/min/argmax, pooling, batch norm (float32 statistics), dropout,
+// their gradients, and the clear error of every op that does not take bfloat16 on the CPU.
 #include <cmath>
 
 #include "bf16_reference.h"
@@ -114,6 +114,8 @@ TEST(BFloat16Ops, GradientsFlowInBFloat16) {
 }
 
 TEST(BFloat16Ops, OpsWithoutBFloat16SayWhichOpAndDtype) {
+  // On the CPU, products and convolutions compute in float32 only (autocast is CUDA's), and
+  // softmax and the optimizers take float32 (mixed precision keeps them there).
   Generator gen(30);
   const Tensor x = randn({2, 3, 5, 5}, kBFloat16, &gen), w = randn({4, 3, 3, 3}, kBFloat16, &gen);
   const Tensor m = randn({3, 4}, kBFloat16, &gen);
@@ -121,16 +123,54 @@ TEST(BFloat16Ops, OpsWithoutBFloat16SayWhichOpAndDtype) {
   EXPECT_LOOM_ERROR(conv2d(x, w), "conv2d: dtype bfloat16 is not supported");
   EXPECT_LOOM_ERROR(softmax(m, 1), "softmax: dtype bfloat16 is not supported");
   EXPECT_LOOM_ERROR(log_softmax(m, 1), "log_softmax: dtype bfloat16 is not supported");
-  EXPECT_LOOM_ERROR(max_pool2d(x, 2), "max_pool2d: dtype bfloat16 is not supported");
-  EXPECT_LOOM_ERROR(avg_pool2d(x, 2), "avg_pool2d: dtype bfloat16 is not supported");
-  EXPECT_LOOM_ERROR(dropout(m, 0.5, true, &gen), "dropout: dtype bfloat16 is not supported");
-  const Tensor ones3 = ones({3}, kBFloat16), zeros3 = zeros({3}, kBFloat16);
-  EXPECT_LOOM_ERROR(batch_norm(x, ones3, zeros3, Tensor(), Tensor(), true),
-                    "batch_norm: dtype bfloat16 is not supported");
   Tensor p = randn({4}, kBFloat16, &gen).requires_grad_();
   sum(p * p).backward();
   optim::Adam adam({p});
   EXPECT_LOOM_ERROR(adam.step(), "Adam.step: dtype bfloat16 is not supported");
+  // Batch norm on bfloat16 data keeps its statistics and parameters in float32.
+  const Tensor ones3 = ones({3}, kBFloat16), zeros3 = zeros({3}, kBFloat16);
+  EXPECT_LOOM_ERROR(batch_norm(x, ones3, zeros3, Tensor(), Tensor(), true),
+                    "batch_norm: weight (bfloat16, cpu) must be float32");
+}
+
+TEST(BFloat16Ops, PoolingSelectsAndAveragesWithOneRounding) {
+  const Operand x = random_operand({2, 3, 9, 8}, 40);
+  EXPECT_EQ(bf16_bits_of(max_pool2d(x.bf16, 2)), reference_bits_of(max_pool2d(x.f64, 2)));
+  EXPECT_EQ(bf16_bits_of(max_pool2d(x.bf16, 3, 2, 1)), reference_bits_of(max_pool2d(x.f64, 3, 2, 1)));
+  EXPECT_EQ(bf16_bits_of(avg_pool2d(x.bf16, 3, 2, 1)), reference_bits_of(avg_pool2d(x.f64, 3, 2, 1)));
+  // Max pooling's gradient goes to the first maximum of each window, as float64's does; with
+  // tiling windows each input gets one output's gradient, exactly.
+  Tensor a = x.bf16.detach().requires_grad_(), b = x.f64.detach().requires_grad_();
+  const Operand w = random_operand({2, 3, 4, 4}, 41);
+  max_pool2d(a, 2).backward(w.bf16);
+  max_pool2d(b, 2).backward(w.f64);
+  EXPECT_EQ(bf16_bits_of(a.grad()), reference_bits_of(b.grad()));
+}
+
+TEST(BFloat16Ops, BatchNormOnBFloat16UsesFloat32StatisticsAndRoundsOnce) {
+  const Operand x = random_operand({4, 3, 5, 5}, 50);
+  Generator gen(51);
+  const Tensor weight = randn({3}, kFloat32, &gen), bias = randn({3}, kFloat32, &gen);
+  Tensor rm = zeros({3}), rv = ones({3});
+  Tensor rm64 = zeros({3}, kFloat64), rv64 = ones({3}, kFloat64);
+  const Tensor y = batch_norm(x.bf16, weight, bias, rm, rv, true);
+  ASSERT_EQ(y.dtype(), kBFloat16);
+  const Tensor y64 = batch_norm(x.f64, weight.to(kFloat64), bias.to(kFloat64), rm64, rv64, true);
+  // The statistics in float32 (from double sums) are within float's rounding of float64's, and
+  // the output is one bfloat16 rounding away.
+  EXPECT_TENSOR_NEAR(y, y64, 1e-5, kBf16Rtol);
+  EXPECT_EQ(rm.dtype(), kFloat32);
+  EXPECT_TENSOR_NEAR(rm, rm64, 1e-7, 1e-6);
+  EXPECT_TENSOR_NEAR(rv, rv64, 1e-7, 1e-6);
+}
+
+TEST(BFloat16Ops, DropoutKeepsWhatFloat32KeepsForTheSameSeed) {
+  const Operand x = random_operand({40, 30}, 60);
+  Generator a(61), b(61);
+  const Tensor y16 = dropout(x.bf16, 0.4, true, &a), y32 = dropout(x.bf16.to(kFloat32), 0.4, true, &b);
+  ASSERT_EQ(y16.dtype(), kBFloat16);
+  EXPECT_EQ(eq(y16.to(kFloat32), 0.0).to_vector<uint8_t>(), eq(y32, 0.0).to_vector<uint8_t>());
+  EXPECT_TENSOR_NEAR(y16, y32, 0.0, kBf16Rtol);
 }
 
 }  // namespace

@@ -41,11 +41,12 @@ void for_each_element(const BnGeometry& g, Body body) {
 void cpu_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& mean,
                           const Tensor& invstd, const Tensor& running_mean,
                           const Tensor& running_var, double momentum, double eps) {
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
-    BnChannels<scalar_t> ch;
-    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
-    ch.running_mean = ptr_or_null<scalar_t>(running_mean);
-    ch.running_var = ptr_or_null<scalar_t>(running_var);
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
+    using P = bn_param_t<scalar_t>;
+    BnChannels<P> ch;
+    ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
+    ch.running_mean = ptr_or_null<P>(running_mean);
+    ch.running_var = ptr_or_null<P>(running_var);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     channel_reduce(
         g, [&](int64_t i, double& s, double& ss) { const double v = xp[i]; s += v, ss += v * v; },
@@ -70,10 +71,11 @@ void cpu_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running
 void cpu_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
                           const Tensor& out) {
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
-    BnChannels<scalar_t> ch;
-    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
-    ch.weight = ptr_or_null<scalar_t>(weight), ch.bias = ptr_or_null<scalar_t>(bias);
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
+    using P = bn_param_t<scalar_t>;
+    BnChannels<P> ch;
+    ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
+    ch.weight = ptr_or_null<P>(weight), ch.bias = ptr_or_null<P>(bias);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     scalar_t* yp = out.data_ptr<scalar_t>();
     for_each_element(g, [&](int64_t i, int64_t c) { yp[i] = bn_apply_at(ch, c, xp[i]); });
@@ -84,14 +86,15 @@ void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry
                              const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                              bool training, const Tensor& grad_input, const Tensor& grad_weight,
                              const Tensor& grad_bias) {
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm backward", [&] {
-    BnChannels<scalar_t> ch;
-    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
-    ch.weight = ptr_or_null<scalar_t>(weight);
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm backward", [&] {
+    using P = bn_param_t<scalar_t>;
+    BnChannels<P> ch;
+    ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
+    ch.weight = ptr_or_null<P>(weight);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     const scalar_t* gp = dy.data_ptr<scalar_t>();
-    scalar_t* dw = ptr_or_null<scalar_t>(grad_weight);
-    scalar_t* db = ptr_or_null<scalar_t>(grad_bias);
+    P* dw = ptr_or_null<P>(grad_weight);
+    P* db = ptr_or_null<P>(grad_bias);
     std::vector<double> sum_dy(g.c), sum_dy_xmu(g.c);
     channel_reduce(
         g,
@@ -101,8 +104,8 @@ void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry
         },
         [&](int64_t c, double a, double b) {
           sum_dy[c] = a, sum_dy_xmu[c] = b;
-          if (dw) dw[c] = static_cast<scalar_t>(b * ch.invstd[c]);  // sum(dy * xhat)
-          if (db) db[c] = static_cast<scalar_t>(a);
+          if (dw) dw[c] = static_cast<P>(b * ch.invstd[c]);  // sum(dy * xhat)
+          if (db) db[c] = static_cast<P>(a);
         });
     if (!grad_input.defined()) return;
     scalar_t* dx = grad_input.data_ptr<scalar_t>();

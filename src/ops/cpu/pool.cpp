@@ -39,7 +39,7 @@ void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
                     const Tensor& offsets) {
   const std::vector<MaxWindow<int64_t>> wy = windows_of(g.y), wx = windows_of(g.x);
   const int64_t in_plane = g.y.in * g.x.in, out_plane = g.y.out * g.x.out;
-  LOOM_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "max_pool2d", [&] {
     with_offset_type(offsets.dtype(), [&](auto offset_type) {
       using W = decltype(offset_type);
       const scalar_t* in = x.data_ptr<scalar_t>();
@@ -62,7 +62,7 @@ void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const Po
   const int64_t in_plane = g.y.in * g.x.in, out_plane = g.y.out * g.x.out;
   std::vector<int64_t> taps(g.y.kernel * g.x.kernel);
   for (int64_t t = 0; t < g.y.kernel * g.x.kernel; ++t) taps[t] = max_pool_tap(g, t);
-  LOOM_DISPATCH_FLOATING(grad.dtype(), "max_pool2d backward", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "max_pool2d backward", [&] {
     with_offset_type(offsets.dtype(), [&](auto offset_type) {
       using W = decltype(offset_type);
       const scalar_t* dy = grad.data_ptr<scalar_t>();
@@ -70,11 +70,12 @@ void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const Po
       scalar_t* dx = grad_input.data_ptr<scalar_t>();
       parallel_for(g.planes, [&](int64_t p) {
         scalar_t* plane = dx + p * in_plane;
-        std::fill(plane, plane + in_plane, scalar_t(0));
+        std::fill(plane, plane + in_plane, scalar_t(0.0f));
         for (int64_t oy = 0, o = p * out_plane; oy < g.y.out; ++oy) {
           const int64_t row = max_pool_corner<int64_t>(g, oy, 0);
           for (int64_t ox = 0; ox < g.x.out; ++ox, ++o) {
-            plane[row + ox * g.x.stride + taps[off[o]]] += dy[o];
+            scalar_t& dx_at = plane[row + ox * g.x.stride + taps[off[o]]];
+            dx_at = static_cast<scalar_t>(dx_at + dy[o]);  // BFloat16 has no +=: its sum is float's
           }
         }
       }, /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_plane)));
@@ -83,7 +84,7 @@ void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const Po
 }
 
 void cpu_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out) {
-  LOOM_DISPATCH_FLOATING(x.dtype(), "avg_pool2d", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "avg_pool2d", [&] {
     const scalar_t* in = x.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     const int64_t in_plane = g.y.in * g.x.in, out_plane = g.y.out * g.x.out;
@@ -95,7 +96,7 @@ void cpu_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, co
 
 void cpu_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool include_pad,
                              const Tensor& grad_input) {
-  LOOM_DISPATCH_FLOATING(grad.dtype(), "avg_pool2d backward", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "avg_pool2d backward", [&] {
     const scalar_t* dy = grad.data_ptr<scalar_t>();
     scalar_t* dx = grad_input.data_ptr<scalar_t>();
     const int64_t in_plane = g.y.in * g.x.in, out_plane = g.y.out * g.x.out;

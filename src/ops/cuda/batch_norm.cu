@@ -50,11 +50,11 @@ struct StatsFinish {
   }
 };
 
-template <typename T>
+template <typename T, typename P>
 struct GradTerm {
   const T* x;
   const T* dy;
-  const T* mean;
+  const P* mean;
   __device__ void operator()(int64_t i, int64_t c, double& a, double& b) const {
     const double d = dy[i];
     a += d, b += d * (static_cast<double>(x[i]) - mean[c]);
@@ -89,16 +89,16 @@ __device__ __forceinline__ I channel_at(I i, I inner, I channels) {
   return (i / inner) % channels;
 }
 
-template <typename I, typename T>
-__global__ void apply_kernel(const T* x, BnChannels<T> ch, BnGeometry g, T* out, I n) {
+template <typename I, typename T, typename P>
+__global__ void apply_kernel(const T* x, BnChannels<P> ch, BnGeometry g, T* out, I n) {
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
     out[i] = bn_apply_at(ch, channel_at(i, inner, channels), x[i]);
   }
 }
 
-template <typename I, typename T>
-__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<T> ch, BnGeometry g,
+template <typename I, typename T, typename P>
+__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGeometry g,
                                   const double* sum_dy, const double* sum_dy_xmu, bool training, T* dx,
                                   I n) {
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
@@ -114,11 +114,12 @@ void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& m
                            const Tensor& invstd, const Tensor& running_mean,
                            const Tensor& running_var, double momentum, double eps) {
   cuda::DeviceGuard guard(x.device().index);
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
-    StatsFinish<scalar_t> finish;
-    finish.ch.mean = mean.data_ptr<scalar_t>(), finish.ch.invstd = invstd.data_ptr<scalar_t>();
-    finish.ch.running_mean = ptr_or_null<scalar_t>(running_mean);
-    finish.ch.running_var = ptr_or_null<scalar_t>(running_var);
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
+    using P = bn_param_t<scalar_t>;
+    StatsFinish<P> finish;
+    finish.ch.mean = mean.data_ptr<P>(), finish.ch.invstd = invstd.data_ptr<P>();
+    finish.ch.running_mean = ptr_or_null<P>(running_mean);
+    finish.ch.running_var = ptr_or_null<P>(running_var);
     finish.count = g.count(), finish.momentum = momentum, finish.eps = eps;
     channel_reduce(layout(g), MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()}, finish, x.device().index,
                    stream_of(x));
@@ -142,10 +143,11 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
                            const Tensor& out) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = x.numel();
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
-    BnChannels<scalar_t> ch;
-    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
-    ch.weight = ptr_or_null<scalar_t>(weight), ch.bias = ptr_or_null<scalar_t>(bias);
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
+    using P = bn_param_t<scalar_t>;
+    BnChannels<P> ch;
+    ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
+    ch.weight = ptr_or_null<P>(weight), ch.bias = ptr_or_null<P>(bias);
     if (fits_int32(n)) {
       apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
                                                                   out.data_ptr<scalar_t>(), static_cast<int32_t>(n));
@@ -167,13 +169,14 @@ void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometr
   double* sum_dy = sums.data_ptr<double>();
   double* sum_dy_xmu = sum_dy + g.c;
   const int64_t n = x.numel();
-  LOOM_DISPATCH_FLOATING(x.dtype(), "batch_norm backward", [&] {
-    BnChannels<scalar_t> ch;
-    ch.mean = mean.data_ptr<scalar_t>(), ch.invstd = invstd.data_ptr<scalar_t>();
-    ch.weight = ptr_or_null<scalar_t>(weight);
-    const GradTerm<scalar_t> term{x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch.mean};
-    const GradFinish<scalar_t> finish{ch.invstd, sum_dy, sum_dy_xmu, ptr_or_null<scalar_t>(grad_weight),
-                                      ptr_or_null<scalar_t>(grad_bias)};
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm backward", [&] {
+    using P = bn_param_t<scalar_t>;
+    BnChannels<P> ch;
+    ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
+    ch.weight = ptr_or_null<P>(weight);
+    const GradTerm<scalar_t, P> term{x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch.mean};
+    const GradFinish<P> finish{ch.invstd, sum_dy, sum_dy_xmu, ptr_or_null<P>(grad_weight),
+                               ptr_or_null<P>(grad_bias)};
     channel_reduce(layout(g), term, finish, x.device().index, stream_of(x));
     if (!grad_input.defined()) return;
     auto launch = [&](auto count) {

@@ -75,23 +75,24 @@ bool is_tensor_op(cudnnMathType_t math) {
 }
 
 // The best-ranked heuristic result that is supported, deterministic when asked, within the
-// workspace limit, and (unless TF32 is allowed) not a tensor-op algorithm. The second round
-// only guards against heuristics that label every result with a tensor-op math type or want
-// more workspace than the limit: the descriptor's math type set from allow_tf32 then governs
-// execution.
+// workspace limit, and (unless tensor ops are allowed: TF32, bfloat16) not a tensor-op
+// algorithm. The second round only guards against heuristics that label every result with a
+// tensor-op math type or want more workspace than the limit: the descriptor's math type set
+// from tensor_ops then governs execution.
 template <typename Perf>
-AlgoChoice pick(const Perf* results, int count, const char* pass, bool allow_tf32, size_t limit) {
+AlgoChoice pick(const Perf* results, int count, const char* pass, bool tensor_ops, size_t limit) {
   const bool need_deterministic = deterministic();
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < count; ++i) {
       const Perf& r = results[i];
       if (r.status != CUDNN_STATUS_SUCCESS) continue;
       if (need_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-      if (round == 0 && ((!allow_tf32 && is_tensor_op(r.mathType)) || r.memory > limit)) continue;
+      if (round == 0 && ((!tensor_ops && is_tensor_op(r.mathType)) || r.memory > limit)) continue;
       AlgoChoice c;
       c.algo = static_cast<int>(r.algo);
-      // Conversion math could run float32 data in fp16: TF32 tensor-op math is as far as it goes.
-      c.math = !allow_tf32 ? CUDNN_FMA_MATH
+      // Conversion math could run float32 data in fp16 (and bfloat16 data through fp16): plain
+      // tensor-op math is as far as it goes.
+      c.math = !tensor_ops ? CUDNN_FMA_MATH
                : r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? CUDNN_TENSOR_OP_MATH
                                                                       : r.mathType;
       return c;
@@ -134,13 +135,15 @@ struct CudnnConv {
   cuda::FilterDescriptor w;
   cuda::ConvolutionDescriptor conv;
   ConvGeometry s;
-  bool allow_tf32;  // TF32 applies to float32 data only
+  // Whether tensor-core algorithms may run: TF32 for float32 data when allowed, and always for
+  // bfloat16 (which tensor cores multiply exactly, accumulating in float32).
+  bool tensor_ops;
 
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
       : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w),
         y(dt, geo.n, geo.o, geo.oh, geo.ow), w(dt, geo.o, geo.c, geo.kh, geo.kw),
         conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo),
-        allow_tf32(dt == kFloat32 && conv_allow_tf32()) {
+        tensor_ops(dt == kBFloat16 || (dt == kFloat32 && conv_allow_tf32())) {
     int n = 0, c = 0, h = 0, wd = 0;
     LOOM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &c, &h, &wd));
     LOOM_ASSERT(n == geo.n && c == geo.o && h == geo.oh && wd == geo.ow, "cuDNN output ", h, "x", wd,
@@ -150,7 +153,7 @@ struct CudnnConv {
   AlgoKey key(Pass pass) const {
     return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
             s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, allow_tf32 ? 1 : 0, conv_benchmark() ? 1 : 0};
+            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, conv_benchmark() ? 1 : 0};
   }
 
   // Whether this pass's search times the candidates: benchmark mode, and not inside a capture.
@@ -165,7 +168,7 @@ struct CudnnConv {
 
   // The math type the heuristics see: tensor-op math lets them offer TF32 algorithms.
   void prepare_search() const {
-    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   }
 
   // Sets the descriptor to the math type `choice` runs with (before its workspace query and
@@ -197,7 +200,7 @@ struct CudnnConv {
         LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
             handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
       }
-      AlgoChoice c = pick(results, count, "forward", allow_tf32, limit);
+      AlgoChoice c = pick(results, count, "forward", tensor_ops, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
           handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
@@ -223,7 +226,7 @@ struct CudnnConv {
             handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
             results));
       }
-      AlgoChoice c = pick(results, count, "backward-data", allow_tf32, limit);
+      AlgoChoice c = pick(results, count, "backward-data", tensor_ops, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
           handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
@@ -249,7 +252,7 @@ struct CudnnConv {
             handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
             results));
       }
-      AlgoChoice c = pick(results, count, "backward-filter", allow_tf32, limit);
+      AlgoChoice c = pick(results, count, "backward-filter", tensor_ops, limit);
       use(c);
       LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
           handle, x.get(), y.get(), conv.get(), w.get(),
@@ -275,7 +278,7 @@ struct StoreSum {
 Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
   Tensor out = empty({g.o}, dy.options());
   const int device = dy.device().index;
-  LOOM_DISPATCH_FLOATING(dy.dtype(), "conv2d backward", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(dy.dtype(), "conv2d backward", [&] {
     channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow}, SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
                    StoreSum<scalar_t>{out.data_ptr<scalar_t>()}, device, cuda::current_stream(device));
   });
@@ -290,7 +293,7 @@ __global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t p
                                  bool relu) {
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const T b = bias != nullptr ? bias[(v / plane_vectors) % channels] : T(0);
+    const T b = bias != nullptr ? bias[(v / plane_vectors) % channels] : T(0.0f);
     T* p = y + v * Vec;
     T vals[Vec];
     if constexpr (Vec == 4) {
@@ -301,8 +304,11 @@ __global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t p
     }
 #pragma unroll
     for (int i = 0; i < Vec; ++i) {
-      vals[i] += b;
-      if (relu && vals[i] < T(0)) vals[i] = T(0);  // relu's own rule: NaN and -0 pass
+      // In float for bfloat16 (one rounding, of the sum), in T otherwise.
+      using Acc = std::conditional_t<std::is_same<T, BFloat16>::value, float, T>;
+      Acc v = static_cast<Acc>(vals[i]) + static_cast<Acc>(b);
+      if (relu && v < Acc(0)) v = Acc(0);  // relu's own rule: NaN and -0 pass
+      vals[i] = static_cast<T>(v);
     }
     if constexpr (Vec == 4) {
       *reinterpret_cast<float4*>(p) = make_float4(vals[0], vals[1], vals[2], vals[3]);
@@ -317,18 +323,21 @@ void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, b
   const int64_t plane = g.oh * g.ow, n = y.numel();
   if (n == 0) return;
   cudaStream_t stream = cuda::current_stream(device);
-  LOOM_DISPATCH_FLOATING(y.dtype(), "conv2d", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(y.dtype(), "conv2d", [&] {
     using T = scalar_t;
     const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
     const bool vec4 = std::is_same<T, float>::value && plane % 4 == 0;
     const int64_t vectors = vec4 ? n / 4 : n;
     const int threads = 256;
     const int blocks = static_cast<int>(std::min<int64_t>((vectors + threads - 1) / threads, 65536));
-    if (vec4) {
-      bias_relu_kernel<T, 4><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane / 4, g.o, relu);
-    } else {
-      bias_relu_kernel<T, 1><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
+    if constexpr (std::is_same<T, float>::value) {
+      if (vec4) {
+        bias_relu_kernel<T, 4><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane / 4, g.o, relu);
+        LOOM_CUDA_KERNEL_CHECK();
+        return;
+      }
     }
+    bias_relu_kernel<T, 1><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
     LOOM_CUDA_KERNEL_CHECK();
   });
 }

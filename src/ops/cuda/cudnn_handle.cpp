@@ -26,6 +26,7 @@ cudnnDataType_t cudnn_dtype(DType dtype) {
   switch (dtype) {
     case DType::Float32: return CUDNN_DATA_FLOAT;
     case DType::Float64: return CUDNN_DATA_DOUBLE;
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
     default: ::loom::detail::throw_unsupported_dtype("cuDNN", dtype);
   }
 }
@@ -67,7 +68,7 @@ ConvolutionDescriptor::ConvolutionDescriptor(DType dtype, int64_t pad_h, int64_t
   LOOM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
       desc_, static_cast<int>(pad_h), static_cast<int>(pad_w), static_cast<int>(stride_h),
       static_cast<int>(stride_w), static_cast<int>(dil_h), static_cast<int>(dil_w),
-      CUDNN_CROSS_CORRELATION, cudnn_dtype(dtype)));
+      CUDNN_CROSS_CORRELATION, cudnn_dtype(dtype == DType::BFloat16 ? DType::Float32 : dtype)));
   LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH));
 }
 

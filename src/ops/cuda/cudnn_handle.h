@@ -20,7 +20,7 @@ cudnnHandle_t cudnn_handle(int device);
 cudnnDataType_t cudnn_dtype(DType dtype);
 
 // Pointers to the scaling factors 1 and 0 in the type cuDNN expects for `dtype` (double for
-// double data, float otherwise).
+// double data, float otherwise, bfloat16 included).
 const void* cudnn_one(DType dtype);
 const void* cudnn_zero(DType dtype);
 
@@ -50,7 +50,8 @@ class FilterDescriptor {
 };
 
 // Cross-correlation with symmetric padding, created with FMA math only (no TF32), so float
-// results match the CPU to ~1e-6 relative; conv.cu switches the math type when TF32 is allowed.
+// results match the CPU to ~1e-6 relative; conv.cu switches the math type when TF32 is allowed
+// and for bfloat16. Bfloat16 data accumulates in float32 (the descriptor's compute type).
 class ConvolutionDescriptor {
  public:
   ConvolutionDescriptor(DType dtype, int64_t pad_h, int64_t pad_w, int64_t stride_h,

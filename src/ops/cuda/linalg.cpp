@@ -1,5 +1,5 @@
 // CUDA matrix products through cuBLAS (strided batched GEMM, batch stride 0 for a broadcast
-// operand). cuBLAS is column-major, and a row-major matrix read column-major is its transpose,
+// operand; bfloat16 through cublasGemmStridedBatchedEx with float32 accumulation). cuBLAS is column-major, and a row-major matrix read column-major is its transpose,
 // so the row-major C = A B is computed as C^T = B^T A^T.
 #include <climits>
 
@@ -33,6 +33,16 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                                    sc, batch);
 }
 
+// Bfloat16 operands and result, float32 accumulation and scaling factors (tensor cores).
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                    int k, const BFloat16* a, int lda, long long sa, const BFloat16* b, int ldb,
+                    long long sb, BFloat16* c, int ldc, long long sc, int batch) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF, ldb, sb,
+                                    &zero, c, CUDA_R_16BF, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
+}
+
 }  // namespace
 
 void cuda_gemm(const MatrixOperand& a, const MatrixOperand& b, const Tensor& out) {
@@ -45,7 +55,7 @@ void cuda_gemm(const MatrixOperand& a, const MatrixOperand& b, const Tensor& out
   // column-major one (a transposed view) needs op T.
   const cublasOperation_t op_b = b.col_major ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = a.col_major ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LOOM_DISPATCH_FLOATING(out.dtype(), "matmul", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(out.dtype(), "matmul", [&] {
     // C^T [m, n] (ld m) = op(B) [m, k] (ld b.ld) x op(A) [k, n] (ld a.ld), per batch entry.
     LOOM_LIBRARY_CHECK("cuBLAS",
                        gemm(handle, op_b, op_a, m, n, k,

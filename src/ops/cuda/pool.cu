@@ -142,7 +142,7 @@ void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
                      const Tensor& offsets) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = out.numel();
-  LOOM_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "max_pool2d", [&] {
     with_offset_type(offsets.dtype(), [&](auto offset_type) {
       using W = decltype(offset_type);
       with_index_type(max_pool_index_bound(g), [&](auto index) {
@@ -162,7 +162,7 @@ void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const P
   cudaStream_t stream = stream_of(grad);
   const bool cells = !windows_overlap(g.y) && !windows_overlap(g.x);
   const int64_t n = cells ? grad.numel() : grad_input.numel();
-  LOOM_DISPATCH_FLOATING(grad.dtype(), "max_pool2d backward", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "max_pool2d backward", [&] {
     with_offset_type(offsets.dtype(), [&](auto offset_type) {
       using W = decltype(offset_type);
       with_index_type(max_pool_index_bound(g), [&](auto index) {
@@ -186,7 +186,7 @@ void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const P
 void cuda_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, const Tensor& out) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = out.numel();
-  LOOM_DISPATCH_FLOATING(x.dtype(), "avg_pool2d", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "avg_pool2d", [&] {
     with_index_type(std::max(n, x.numel()), [&](auto index) {
       using I = decltype(index);
       avg_pool_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
@@ -200,7 +200,7 @@ void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool in
                               const Tensor& grad_input) {
   cuda::DeviceGuard guard(grad.device().index);
   const int64_t n = grad_input.numel();
-  LOOM_DISPATCH_FLOATING(grad.dtype(), "avg_pool2d backward", [&] {
+  LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "avg_pool2d backward", [&] {
     with_index_type(std::max(n, grad.numel()), [&](auto index) {
       using I = decltype(index);
       avg_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
