@@ -59,10 +59,18 @@ void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
 // the sums (of overlapping windows) do not depend on the thread count.
 void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,
                              const Tensor& grad_input) {
+  if (grad.dtype() == kBFloat16) {
+    // Overlapping windows add several gradients into one pixel: in float32, rounded once (as
+    // CUDA's gather sums in double), not rounded to bfloat16 after every addition.
+    const Tensor wide = empty(grad_input.shape(), grad_input.options().dtype(kFloat32));
+    cpu_max_pool2d_backward(grad.to(kFloat32), offsets, g, wide);
+    Tensor(grad_input).copy_(wide);  // a handle to the same storage
+    return;
+  }
   const int64_t in_plane = g.y.in * g.x.in, out_plane = g.y.out * g.x.out;
   std::vector<int64_t> taps(g.y.kernel * g.x.kernel);
   for (int64_t t = 0; t < g.y.kernel * g.x.kernel; ++t) taps[t] = max_pool_tap(g, t);
-  LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "max_pool2d backward", [&] {
+  LOOM_DISPATCH_FLOATING(grad.dtype(), "max_pool2d backward", [&] {
     with_offset_type(offsets.dtype(), [&](auto offset_type) {
       using W = decltype(offset_type);
       const scalar_t* dy = grad.data_ptr<scalar_t>();
@@ -70,12 +78,11 @@ void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const Po
       scalar_t* dx = grad_input.data_ptr<scalar_t>();
       parallel_for(g.planes, [&](int64_t p) {
         scalar_t* plane = dx + p * in_plane;
-        std::fill(plane, plane + in_plane, scalar_t(0.0f));
+        std::fill(plane, plane + in_plane, scalar_t(0));
         for (int64_t oy = 0, o = p * out_plane; oy < g.y.out; ++oy) {
           const int64_t row = max_pool_corner<int64_t>(g, oy, 0);
           for (int64_t ox = 0; ox < g.x.out; ++ox, ++o) {
-            scalar_t& dx_at = plane[row + ox * g.x.stride + taps[off[o]]];
-            dx_at = static_cast<scalar_t>(dx_at + dy[o]);  // BFloat16 has no +=: its sum is float's
+            plane[row + ox * g.x.stride + taps[off[o]]] += dy[o];
           }
         }
       }, /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_plane)));
