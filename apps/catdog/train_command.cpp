@@ -336,19 +336,6 @@ int run_train(const TrainArgs& args) {
               << "\n";
   }
 
-  // The CUDA context and cuDNN/cuBLAS load (~0.2-0.3 s) while the photographs decode; errors
-  // are left to the first op that needs the device, which reports them as its own.
-  std::thread device_warm_up([device = plan.device] {
-    try {
-      warm_up(device);
-    } catch (const Error&) {
-    }
-  });
-  struct Join {
-    std::thread& t;
-    ~Join() { t.join(); }
-  } join_warm_up{device_warm_up};
-
   RunData data;
   data.prep.height = data.prep.width = args.image_size;
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
