@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/io/atomic_file.h"
 #include "loom/io/model_file.h"
 #include "loom/optim/optimizer.h"
 
@@ -37,6 +38,11 @@ struct TrainingState {
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const TrainingState& state, const Preprocessing& preprocessing = {});
+// The file save_checkpoint writes, not yet written: its bytes are made here, from the model's
+// and the optimizer's state as they are now (device tensors copied to the host), so training
+// may go on changing them while an io::BackgroundWriter writes it.
+PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                                const TrainingState& state, const Preprocessing& preprocessing = {});
 
 struct Checkpoint {
   TensorFile file;
