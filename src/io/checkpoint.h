@@ -64,9 +64,10 @@ TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim:
 std::vector<std::map<std::string, double>> parse_epoch_metrics(const std::string& json, const std::string& source);
 
 // For tests of crash safety: when the environment variable LOOM_CHECKPOINT_PAUSE_MS is set and
-// save_checkpoint replaces an existing file, it pauses that long halfway through writing its
-// bytes (the temporary file then exists, the old checkpoint is untouched), after printing
-// "loom: checkpoint write paused" to stderr. A first write never pauses, so a kill during the
+// a checkpoint (save_checkpoint's, or prepare_checkpoint's when it is written) replaces an
+// existing file, its write pauses that long halfway through the bytes (the temporary file then
+// exists, the old checkpoint is untouched), after printing "loom: checkpoint write paused" to
+// stderr. A first write never pauses, so a kill during the
 // pause always has a complete checkpoint to fall back on.
 inline constexpr const char* kCheckpointPauseEnv = "LOOM_CHECKPOINT_PAUSE_MS";
 
