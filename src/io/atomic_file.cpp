@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "loom/data/input_file.h"
 #include "loom/tensor/error.h"
@@ -169,6 +170,15 @@ void write_file_atomically(const std::string& path, const std::function<void(con
     ::close(dir);
   }
 }
+
+PreparedFile::PreparedFile(std::string file_path, std::string bytes)
+    : path(std::move(file_path)),
+      write([bytes = std::move(bytes)](const ByteSink& sink) { sink(bytes.data(), bytes.size()); }) {}
+
+PreparedFile::PreparedFile(std::string file_path, std::function<void(const ByteSink&)> file_write)
+    : path(std::move(file_path)), write(std::move(file_write)) {}
+
+void write_file_atomically(const PreparedFile& file) { write_file_atomically(file.path, file.write); }
 
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   return data::read_input_file(path, max_bytes, "io::read_file's max_bytes");

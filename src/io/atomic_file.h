@@ -23,6 +23,20 @@ using ByteSink = std::function<void(const void* data, size_t size)>;
 // leaves. Temporaries of other targets, or of living processes, are left alone.
 void write_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write);
 
+// A file ready to be written: its path and a function that hands its bytes to a sink. The
+// function owns everything it writes (its bytes were taken when it was made, see
+// prepare_checkpoint and prepare_model_file), so it may run later and on another thread
+// (io::BackgroundWriter).
+struct PreparedFile {
+  PreparedFile(std::string path, std::string bytes);  // writes `bytes` as they are
+  PreparedFile(std::string path, std::function<void(const ByteSink&)> write);
+  std::string path;
+  std::function<void(const ByteSink&)> write;
+};
+
+// write_file_atomically(file.path, file.write).
+void write_file_atomically(const PreparedFile& file);
+
 // Larger files than this are refused before reading, unless the caller passes its own limit:
 // about 8x the largest checkpoint of loom's model zoo (ResNet-18 with Adam's moments, 135 MB).
 constexpr uint64_t kMaxReadFileBytes = uint64_t{1} << 30;

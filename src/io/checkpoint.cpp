@@ -107,15 +107,16 @@ std::string optimizer_json(const optim::OptimizerState& state) {
 }
 
 // Writes the bytes in two halves so a crash test can stop the process in between.
-void write_with_optional_pause(const std::string& path, const std::string& bytes) {
+PreparedFile with_optional_pause(const std::string& path, std::string bytes) {
   const char* pause = std::getenv(kCheckpointPauseEnv);
-  write_file_atomically(path, [&](const ByteSink& sink) {
+  const int pause_ms = pause != nullptr ? std::atoi(pause) : 0;
+  return PreparedFile(path, [path, pause_ms, bytes = std::move(bytes)](const ByteSink& sink) {
     const size_t half = bytes.size() / 2;
     sink(bytes.data(), half);
-    if (pause != nullptr && std::atoi(pause) > 0 && std::filesystem::exists(path)) {
+    if (pause_ms > 0 && std::filesystem::exists(path)) {
       static const char kMessage[] = "loom: checkpoint write paused\n";
       [[maybe_unused]] const ssize_t n = ::write(2, kMessage, sizeof(kMessage) - 1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(pause)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
     sink(bytes.data() + half, bytes.size() - half);
   });
@@ -123,8 +124,8 @@ void write_with_optional_pause(const std::string& path, const std::string& bytes
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const TrainingState& state, const Preprocessing& preprocessing) {
+PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                                const TrainingState& state, const Preprocessing& preprocessing) {
   NamedTensors tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors.insert(kModelPrefix + name, tensor);
   const optim::OptimizerState optim_state = optimizer.state_dict();
@@ -138,7 +139,12 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
   Metadata metadata = detail::model_metadata(model, preprocessing, "checkpoint");
   metadata["loom.optimizer"] = optimizer_json(optim_state);
   metadata["loom.training"] = state_json(state);
-  write_with_optional_pause(path, serialize_safetensors(tensors, metadata));
+  return with_optional_pause(path, serialize_safetensors(tensors, metadata));
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     const TrainingState& state, const Preprocessing& preprocessing) {
+  write_file_atomically(prepare_checkpoint(path, model, optimizer, state, preprocessing));
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

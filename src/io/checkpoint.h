@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/io/atomic_file.h"
 #include "loom/io/model_file.h"
 #include "loom/optim/optimizer.h"
 
@@ -37,6 +38,11 @@ struct TrainingState {
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const TrainingState& state, const Preprocessing& preprocessing = {});
+// The file save_checkpoint writes, not yet written: its bytes are made here, from the model's
+// and the optimizer's state as they are now (device tensors copied to the host), so training
+// may go on changing them while an io::BackgroundWriter writes it.
+PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                                const TrainingState& state, const Preprocessing& preprocessing = {});
 
 struct Checkpoint {
   TensorFile file;
@@ -58,9 +64,10 @@ TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim:
 std::vector<std::map<std::string, double>> parse_epoch_metrics(const std::string& json, const std::string& source);
 
 // For tests of crash safety: when the environment variable LOOM_CHECKPOINT_PAUSE_MS is set and
-// save_checkpoint replaces an existing file, it pauses that long halfway through writing its
-// bytes (the temporary file then exists, the old checkpoint is untouched), after printing
-// "loom: checkpoint write paused" to stderr. A first write never pauses, so a kill during the
+// a checkpoint (save_checkpoint's, or prepare_checkpoint's when it is written) replaces an
+// existing file, its write pauses that long halfway through the bytes (the temporary file then
+// exists, the old checkpoint is untouched), after printing "loom: checkpoint write paused" to
+// stderr. A first write never pauses, so a kill during the
 // pause always has a complete checkpoint to fall back on.
 inline constexpr const char* kCheckpointPauseEnv = "LOOM_CHECKPOINT_PAUSE_MS";
 

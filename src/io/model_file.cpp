@@ -208,11 +208,16 @@ nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, c
 
 }  // namespace detail
 
-void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
-                const Metadata& extra) {
+PreparedFile prepare_model_file(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
+                                const Metadata& extra) {
   Metadata metadata = detail::model_metadata(model, preprocessing, "model");
   metadata.insert(extra.begin(), extra.end());  // keeps the description's own entries
-  save_safetensors(path, model.state_dict(), metadata);
+  return PreparedFile(path, serialize_safetensors(model.state_dict(), metadata));
+}
+
+void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
+                const Metadata& extra) {
+  write_file_atomically(prepare_model_file(path, model, preprocessing, extra));
 }
 
 LoadedModel load_model(const std::string& path, Device device) {

@@ -12,6 +12,7 @@
 
 #include "loom/data/decode.h"
 #include "loom/data/resize.h"
+#include "loom/io/atomic_file.h"
 #include "loom/io/safetensors.h"
 #include "loom/nn/module.h"
 
@@ -65,6 +66,10 @@ struct LoadedModel {
 // caller's own metadata entries (the description's own keys win).
 void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
                 const Metadata& extra = {});
+// The file save_model writes, not yet written: its bytes are made here, from the weights as
+// they are now, so they may change while an io::BackgroundWriter writes it.
+PreparedFile prepare_model_file(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
+                                const Metadata& extra = {});
 // Rebuilds the model from the spec, loads its weights strictly and moves it to `device`. Also
 // reads a checkpoint (io/checkpoint.h), which holds the same description. The spec is checked
 // against the file's tensors (names, shapes, dtypes) before anything is built, and the

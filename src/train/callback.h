@@ -2,7 +2,8 @@
 // of each epoch and after each batch, all given the loop's TrainContext. The context is cheap to
 // pass: its sums stay on the device, and a callback that reads them pays for the sync itself.
 // On N ranks every rank runs every callback at the same points, so a callback may take part in
-// a collective; only rank 0 prints or writes files.
+// a collective; only rank 0 prints or writes files (TrainContext::write_file writes them off the
+// training thread).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "loom/data/data_loader.h"
+#include "loom/io/background_writer.h"
 #include "loom/io/checkpoint.h"
 #include "loom/nn/module.h"
 #include "loom/optim/optimizer.h"
@@ -46,6 +48,11 @@ struct TrainContext {
   int rank = 0;
   int world_size = 1;
 
+  // Where the callbacks' files go: fit's writer, whose worker thread writes them in the order
+  // they were given while training goes on; null outside fit (a context made by hand), where
+  // write_file writes at once.
+  io::BackgroundWriter* writer = nullptr;
+
   // The model whose weights a checkpoint or model file saves (a DDP's wrapped module).
   nn::Module& saved_model() const { return unwrapped_model(model); }
 
@@ -54,6 +61,13 @@ struct TrainContext {
   // each rank's running sums: loss_sum and correct_sum become [N] (rank r's at r) and
   // samples_seen the count over all ranks.
   io::TrainingState capture_state() const;
+
+  // Writes `file` through `writer` (returning once it is queued; a failed earlier write is
+  // thrown here), or at once without one. Files queued so are on disk when fit returns, or
+  // after flush_writes(): call that before reading one back during the run.
+  void write_file(io::PreparedFile file) const;
+  // Waits until every file given to write_file is on disk; throws a failed write's error.
+  void flush_writes() const;
 };
 
 class Callback {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "loom/io/atomic_file.h"
 #include "loom/nn/untrusted_json.h"
@@ -50,10 +51,16 @@ double BestTracker::value_in(const EpochMetrics& metrics) const {
               present + "); is there a validation loader?");
 }
 
+io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& model,
+                                     const io::Preprocessing& preprocessing, const SavedEpoch& saved) {
+  return io::prepare_model_file(
+      path, model, preprocessing,
+      {{kSavedEpochKey, std::to_string(saved.epoch)}, {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
+}
+
 void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
                       const SavedEpoch& saved) {
-  io::save_model(path, model, preprocessing,
-                 {{kSavedEpochKey, std::to_string(saved.epoch)}, {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
+  io::write_file_atomically(prepare_epoch_model(path, model, preprocessing, saved));
 }
 
 std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::string& source) {
@@ -134,6 +141,7 @@ void ModelCheckpoint::on_train_begin(TrainContext& ctx) {
   std::string problem;
   if (ctx.rank == 0) {
     try {
+      ctx.flush_writes();  // what it reads and writes below may have been queued already
       const BestSource source = find_best_on_resume(ctx.history, ctx.step_in_epoch);
       const int64_t last = static_cast<int64_t>(ctx.history.epochs.size()) - 1;
       if (source == BestSource::ResumedWeights) {
@@ -159,7 +167,7 @@ void ModelCheckpoint::save(const TrainContext& ctx) const {
   io::TrainingState state = ctx.capture_state();  // on every rank: mid-epoch it is a collective
   if (ctx.rank != 0) return;
   state.extra = options_.extra;
-  io::save_checkpoint(options_.path, ctx.saved_model(), ctx.optimizer, state, options_.preprocessing);
+  ctx.write_file(io::prepare_checkpoint(options_.path, ctx.saved_model(), ctx.optimizer, state, options_.preprocessing));
 }
 
 void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
@@ -175,7 +183,8 @@ void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metric
   if (!options_.path.empty()) save(ctx);
   // Every rank tracks the best, so that all of them agree on it.
   if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics)) && ctx.rank == 0) {
-    save_epoch_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing, {ctx.epoch, metrics});
+    ctx.write_file(prepare_epoch_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing,
+                                       {ctx.epoch, metrics}));
   }
 }
 
@@ -252,15 +261,9 @@ std::string history_csv(const History& history) {
   return out.str();
 }
 
-namespace {
-void write_text(const std::string& path, const std::string& text) {
-  io::write_file_atomically(path, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
-}
-}  // namespace
-
 void CsvLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metrics*/) {
   if (ctx.rank != 0) return;
-  write_text(path_, history_csv(ctx.history));
+  ctx.write_file(io::PreparedFile(path_, history_csv(ctx.history)));
 }
 
 void JsonLinesLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metrics*/) {
@@ -269,7 +272,7 @@ void JsonLinesLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metr
   for (size_t e = 0; e < ctx.history.epochs.size(); ++e) {
     text += metrics_json(static_cast<int64_t>(e), ctx.history.epochs[e]) + "\n";
   }
-  write_text(path_, text);
+  ctx.write_file(io::PreparedFile(path_, std::move(text)));
 }
 
 }  // namespace loom::train

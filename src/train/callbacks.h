@@ -58,6 +58,9 @@ inline constexpr const char* kSavedMetricsKey = "loom.saved_metrics";
 // io::save_model, with `saved` in the metadata.
 void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
                       const SavedEpoch& saved);
+// The file save_epoch_model writes, its bytes made now (io::prepare_model_file).
+io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& model,
+                                     const io::Preprocessing& preprocessing, const SavedEpoch& saved);
 // The SavedEpoch of a model file's metadata, or nothing when it has neither key. The file may be
 // a download: its JSON is read as untrusted (nn/untrusted_json.h), the epoch must be an integer
 // in [0, 2^31), the metrics an object of at most 256 finite numbers; errors name `source`.
@@ -81,13 +84,16 @@ struct CheckpointOptions {
 // Saves ctx.saved_model() (a DDP's wrapped module) from rank 0; on N ranks every rank takes
 // part in capturing a mid-epoch state (TrainContext::capture_state), so every rank must hold
 // the callback with the same options. At an epoch end the checkpoint is written before the
-// best model file.
+// best model file. Both go through TrainContext::write_file: their bytes are taken at once,
+// and fit's writer puts them on disk in that order while training goes on.
 //
 // On resume (a history of finished epochs), on_train_begin makes best_model_path hold the best
 // finished epoch, so that the run ends with the file an uninterrupted run would write: it holds
 // it already (its SavedEpoch is that epoch with those metrics), or the resumed weights are that
 // epoch's (the checkpoint was written at its end, also when a crash came before the model
-// file), or resumed_best_model_path holds it (copied). Otherwise it throws, on every rank.
+// file), or resumed_best_model_path holds it (copied). Otherwise it throws, on every rank. It
+// reads and writes those files itself, at once, after the writes queued before it
+// (TrainContext::flush_writes), so that a failure stops every rank together.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(CheckpointOptions options);
@@ -151,8 +157,8 @@ class LRSchedulerStep : public Callback {
   Period period_;
 };
 
-// Rewrites the whole log from the History at each epoch end (atomically), so a resumed run's
-// file is the same as an uninterrupted run's.
+// Rewrites the whole log from the History at each epoch end (atomically, through
+// TrainContext::write_file), so a resumed run's file is the same as an uninterrupted run's.
 class CsvLogger : public Callback {
  public:
   explicit CsvLogger(std::string path) : path_(std::move(path)) {}

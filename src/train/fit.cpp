@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "loom/distributed/ddp.h"
 #include "loom/distributed/launch.h"
@@ -70,6 +73,18 @@ io::TrainingState TrainContext::capture_state() const {
   }
   s.history_json = history.to_json();
   return s;
+}
+
+void TrainContext::write_file(io::PreparedFile file) const {
+  if (writer != nullptr) {
+    writer->submit(std::move(file));
+  } else {
+    io::write_file_atomically(file);
+  }
+}
+
+void TrainContext::flush_writes() const {
+  if (writer != nullptr) writer->flush();
 }
 
 namespace {
@@ -147,10 +162,10 @@ std::optional<data::Batch> next_batch(const TrainContext& ctx, data::DataLoader&
   return loader.next();
 }
 
-}  // namespace
-
-History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimizer,
-            data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options) {
+// fit, its callbacks' files written by `writer`.
+History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, const LossFn& loss_fn,
+                            optim::Optimizer& optimizer, data::DataLoader& train_loader,
+                            data::DataLoader* val_loader, const FitOptions& options) {
   LOOM_CHECK(options.epochs >= 0, "fit: epochs must be >= 0, got ", options.epochs);
   const Device device = model.device();
   LOOM_CHECK(train_loader.options().device == device, "fit: the training loader delivers to ",
@@ -158,6 +173,7 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
   History history;
   TrainContext ctx(model, optimizer, train_loader, history);
   ctx.epochs = options.epochs;
+  ctx.writer = &writer;
   join_group(ctx, options.group.get(), train_loader, val_loader);
   // The epoch's running sums are two device scalars updated in place for the whole run, so that
   // a captured step's graph can add to them itself.
@@ -310,6 +326,29 @@ History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimize
     for (const CallbackPtr& cb : options.callbacks) cb->on_epoch_end(ctx, metrics);
   }
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_end(ctx);
+  return history;
+}
+
+}  // namespace
+
+History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimizer,
+            data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options) {
+  // The callbacks' checkpoints, model files and logs reach the disk on this writer's thread
+  // while training goes on; all of them are there before fit returns or throws.
+  io::BackgroundWriter writer;
+  History history;
+  try {
+    history = fit_writing_through(writer, model, loss_fn, optimizer, train_loader, val_loader, options);
+  } catch (...) {
+    // Training's own error goes on; a write's failure is printed rather than put in its place.
+    try {
+      writer.flush();
+    } catch (const std::exception& e) {
+      std::cerr << "loom: fit: " << e.what() << "\n";
+    }
+    throw;
+  }
+  writer.flush();  // a failed write fails the run that queued it
   return history;
 }
 

@@ -88,6 +88,10 @@ struct FitOptions {
 
 // A dist::PipelineParallel model trains through its train_step (its micro-batches, its stages'
 // streams), the optimizer stepping after each; `capture` is refused for it.
+// The callbacks' files (TrainContext::write_file: checkpoints, model files, logs) reach the disk
+// on a background thread while training goes on, and all of them are there when fit returns or
+// throws. A write that fails is fit's loom::Error, naming the file; when training itself threw,
+// its exception is rethrown and the write's failure printed to stderr.
 History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
             data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options);
 

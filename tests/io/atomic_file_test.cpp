@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <filesystem>
 
 #include "data/bounded_child.h"
+#include "folder_test.h"
 #include "loom/io/safetensors.h"
 #include "testing.h"
 
@@ -21,26 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class AtomicFile : public ::testing::Test {
+class AtomicFile : public testing::FolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("loom_af_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  AtomicFile() : FolderTest("loom_af_") {}
   static void write_text(const std::string& target, const std::string& text) {
     io::write_file_atomically(target, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
   }
-  fs::path dir_;
 };
 
 // The id of a process that has exited and been reaped.
