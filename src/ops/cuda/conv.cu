@@ -139,13 +139,9 @@ struct CudnnConv {
   // bfloat16 (which tensor cores multiply exactly, accumulating in float32).
   bool tensor_ops;
 
-  // Bfloat16 runs channels-last (see channels_last below).
-  static cudnnTensorFormat_t format_for(DType dt) { return dt == kBFloat16 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
-  bool channels_last() const { return dtype == kBFloat16; }
-
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
-      : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w, format_for(dt)),
-        y(dt, geo.n, geo.o, geo.oh, geo.ow, format_for(dt)), w(dt, geo.o, geo.c, geo.kh, geo.kw, format_for(dt)),
+      : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w),
+        y(dt, geo.n, geo.o, geo.oh, geo.ow), w(dt, geo.o, geo.c, geo.kh, geo.kw),
         conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo),
         tensor_ops(dt == kBFloat16 || (dt == kFloat32 && conv_allow_tf32())) {
     int n = 0, c = 0, h = 0, wd = 0;
@@ -358,46 +354,21 @@ std::string cuda_library_versions() {
                         dnn % 10000 / 100, ".", dnn % 100);
 }
 
-namespace {
-
-// cuDNN's tensor-core kernels for bfloat16 want channels-last data: given NCHW bfloat16 (3 or 32
-// channels, say), its heuristics and its timed search alike pick pre-tensor-core kernels
-// (implicit_convolve_sgemm, wgrad_alg0_engine: 0.33 ms of a 0.37 ms seed_cnn step on the H200).
-// So loom's NCHW bfloat16 operands go to cuDNN as NHWC copies ([n, h, w, c]; filters
-// [o, kh, kw, c]) and the results come back to NCHW: a few bandwidth-bound copies instead of
-// the legacy kernels. Loom's own layouts stay NCHW.
-Tensor to_channels_last(const Tensor& t) { return t.detach().permute({0, 2, 3, 1}).contiguous(); }
-Tensor from_channels_last(const Tensor& t) { return t.permute({0, 3, 1, 2}).contiguous(); }
-
-// An operand in the layout cuDNN gets for c: itself, or its channels-last copy.
-Tensor for_cudnn(const CudnnConv& c, const Tensor& t) { return c.channels_last() ? to_channels_last(t) : t; }
-
-// An empty result of NCHW sizes [n, ch, h, w] in the layout cuDNN writes for c, and the NCHW
-// tensor it holds once written.
-Tensor cudnn_result(const CudnnConv& c, int64_t n, int64_t ch, int64_t h, int64_t w, const TensorOptions& o) {
-  return c.channels_last() ? empty({n, h, w, ch}, o) : empty({n, ch, h, w}, o);
-}
-Tensor as_nchw(const CudnnConv& c, const Tensor& t) { return c.channels_last() ? from_channels_last(t) : t; }
-
-}  // namespace
-
 Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const ConvGeometry& g, bool relu) {
   const int device = x.device().index;
   cuda::DeviceGuard guard(device);
   const ConvGeometry s = symmetric(g);
+  const Tensor xs = needs_extra_padding(g) ? pad_extra(x, g, s) : x;
+  Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options());
   const CudnnConv c(s, x.dtype(), device);
-  const Tensor xs = for_cudnn(c, needs_extra_padding(g) ? pad_extra(x, g, s) : x);
-  const Tensor w = for_cudnn(c, weight);
-  Tensor y = cudnn_result(c, g.n, g.o, g.oh, g.ow, x.options());
-  const AlgoChoice algo = c.forward_algorithm(xs.raw_data(), w.raw_data(), y.raw_data());
+  const AlgoChoice algo = c.forward_algorithm(xs.raw_data(), weight.raw_data(), y.raw_data());
   c.use(algo);
   const Tensor ws = c.workspace(algo.workspace);
   LOOM_CUDNN_CHECK(cudnnConvolutionForward(
-      c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), w.raw_data(),
+      c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
       c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
       cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
-  y = as_nchw(c, y);
   if (bias.defined() || relu) add_bias_relu(y, bias, g, relu);
   return y;
 }
@@ -414,30 +385,26 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   const void* zero = cuda::cudnn_zero(c.dtype);
   ConvGrads grads;
   if (need_bias) grads.bias = bias_grad(grad_out, g);
-  const Tensor dy = (need_weight || need_input) ? for_cudnn(c, grad_out) : Tensor();
   if (need_weight) {
-    Tensor dw = cudnn_result(c, g.o, g.c, g.kh, g.kw, weight.options());
-    const Tensor xs = for_cudnn(c, extra ? pad_extra(x, g, s) : x);
-    const AlgoChoice algo = c.backward_filter_algorithm(xs.raw_data(), dy.raw_data(), dw.raw_data());
+    grads.weight = empty(weight.shape(), weight.options());
+    const Tensor xs = extra ? pad_extra(x, g, s) : x;
+    const AlgoChoice algo = c.backward_filter_algorithm(xs.raw_data(), grad_out.raw_data(), grads.weight.raw_data());
     c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), dy.raw_data(), c.conv.get(),
+        c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-        c.w.get(), dw.raw_data()));
-    grads.weight = as_nchw(c, dw);
+        c.w.get(), grads.weight.raw_data()));
   }
   if (need_input) {
-    Tensor dx = cudnn_result(c, s.n, s.c, s.h, s.w, x.options());
-    const Tensor w = for_cudnn(c, weight);
-    const AlgoChoice algo = c.backward_data_algorithm(w.raw_data(), dy.raw_data(), dx.raw_data());
+    Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options());
+    const AlgoChoice algo = c.backward_data_algorithm(weight.raw_data(), grad_out.raw_data(), dxs.raw_data());
     c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
     LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        c.handle, one, c.w.get(), w.raw_data(), c.y.get(), dy.raw_data(), c.conv.get(),
+        c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-        c.x.get(), dx.raw_data()));
-    const Tensor dxs = as_nchw(c, dx);
+        c.x.get(), dxs.raw_data()));
     grads.input = extra ? dxs.narrow(2, g.pad_top - s.pad_top, g.h).narrow(3, g.pad_left - s.pad_left, g.w).contiguous()
                         : dxs;
   }

@@ -24,12 +24,10 @@ cudnnDataType_t cudnn_dtype(DType dtype);
 const void* cudnn_one(DType dtype);
 const void* cudnn_zero(DType dtype);
 
-// A fully packed tensor descriptor of the NCHW sizes given, stored NCHW or (format
-// CUDNN_TENSOR_NHWC) channels-last.
+// A fully packed NCHW tensor descriptor.
 class TensorDescriptor {
  public:
-  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w,
-                   cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
+  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w);
   ~TensorDescriptor();
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
@@ -39,11 +37,9 @@ class TensorDescriptor {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-// Filters [o, c, kh, kw], stored so (NCHW) or as [o, kh, kw, c] (CUDNN_TENSOR_NHWC).
 class FilterDescriptor {
  public:
-  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw,
-                   cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
+  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw);
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
