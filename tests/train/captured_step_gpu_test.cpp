@@ -43,6 +43,16 @@ std::vector<Batch> batches(const std::vector<int64_t>& sizes, uint64_t seed) {
   return out;
 }
 
+// A loader's options for shuffled batches of `batch` on the GPU.
+data::DataLoaderOptions shuffled_cuda_batches(int64_t batch, uint64_t seed) {
+  data::DataLoaderOptions o;
+  o.batch_size = batch;
+  o.shuffle = true;
+  o.seed = seed;
+  o.device = kCUDA;
+  return o;
+}
+
 void expect_same_state(nn::Module& a, nn::Module& b) {
   const auto sa = a.state_dict(), sb = b.state_dict();
   ASSERT_EQ(sa.size(), sb.size());
@@ -184,12 +194,7 @@ TEST(CapturedStep, FitWithCaptureMatchesFitWithout) {
   auto run = [&](bool capture, std::optional<double> clip) {
     auto model = small_model(9);
     optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-    data::DataLoaderOptions lo;
-    lo.batch_size = 16;  // 40 = 16 + 16 + 8: a partial last batch
-    lo.shuffle = true;
-    lo.seed = 3;
-    lo.device = kCUDA;
-    data::DataLoader loader(dataset, lo);
+    data::DataLoader loader(dataset, shuffled_cuda_batches(16, 3));  // 40 = 16 + 16 + 8: a partial last batch
     train::FitOptions fo;
     fo.epochs = 3;
     fo.out = nullptr;
@@ -256,12 +261,7 @@ TEST(CapturedStep, AutocastTrainingTracksFloat32) {
   auto run = [&](bool autocast) {
     auto model = small_model(21);
     optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(3e-3));
-    data::DataLoaderOptions lo;
-    lo.batch_size = 16;
-    lo.shuffle = true;
-    lo.seed = 4;
-    lo.device = kCUDA;
-    data::DataLoader loader(dataset, lo);
+    data::DataLoader loader(dataset, shuffled_cuda_batches(16, 4));
     train::FitOptions fo;
     fo.epochs = 10;
     fo.out = nullptr;
