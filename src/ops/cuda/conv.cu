@@ -1,9 +1,10 @@
 // conv2d on cuDNN: forward, backward data and backward filter; the bias gradient is loom's own
 // per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass's
-// algorithm is chosen once per (shapes, dtype, geometry, determinism, tensor-op permission (TF32, bfloat16), benchmark
-// mode) from cuDNN's ranked heuristics or, in benchmark mode, by timing the candidates on the
-// call's own buffers (cudnnFind*Ex), allowing workspaces up to a limit, and cached with its
-// math type and workspace size; workspaces come from the caching allocator.
+// algorithm is chosen once per (shapes, dtype, geometry, determinism, tensor-op permission:
+// TF32 or bfloat16, benchmark mode) from cuDNN's ranked heuristics or, in benchmark mode, by
+// timing the candidates on the call's own buffers (cudnnFind*Ex), allowing workspaces up to a
+// limit, and cached with its math type and workspace size; workspaces come from the caching
+// allocator.
 #include <algorithm>
 #include <array>
 #include <atomic>
