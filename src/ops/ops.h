@@ -12,3 +12,4 @@
 #include "loom/ops/reduction.h"
 #include "loom/ops/shape_ops.h"
 #include "loom/ops/softmax.h"
+#include "loom/ops/warm_up.h"
