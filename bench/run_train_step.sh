@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 13's training-step table on the GPU machine, loom and PyTorch in the same run: seed_cnn,
-# classic_cnn and resnet18 at batch 32 and 256 on the GPU (loom eager, captured and bf16 where
-# train_step_bench has them; PyTorch eager, CUDA graph and bf16 + channels-last + graph), and
+# classic_cnn and resnet18 at batch 32 and 256 on the GPU (loom eager, captured, bf16 and
+# channels-last, NCHW and NHWC, where train_step_bench has them; PyTorch eager, CUDA graph and bf16 + channels-last + graph), and
 # two rows on 2 CPU cores (taskset -c 0,1). JSON lines to $OUT/train_step.jsonl, then a markdown
 # table. About 2 minutes on an H200, most of it resnet18 at batch 256 (~0.25 s for one step of
 # each of the six variants, 220 times).
@@ -23,6 +23,10 @@ run() {  # device model batch iters [taskset prefix]
   if [ "$dev" = cuda ]; then
     if [ -n "$graph" ]; then "$bin" "${args[@]}" $graph --json >> "$out"; fi
     if [ -n "$bf16" ]; then "$bin" "${args[@]}" $bf16 --json >> "$out"; fi
+    if grep -q -- '--channels-last' <<< "$help"; then
+      "$bin" "${args[@]}" $graph --channels-last --json >> "$out"
+      "$bin" "${args[@]}" $bf16 --channels-last --json >> "$out"
+    fi
   fi
   "$@" python3 bench/train_step_torch.py "${args[@]}" --mode all $( [ "$dev" = cuda ] && echo --cudnn-benchmark ) \
        $( [ "$dev" = cpu ] && echo --threads 2 ) >> "$out"

@@ -2,7 +2,8 @@
 // step on random inputs, as a user's loop runs them. Median of --iters steps after --warmup;
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
-//                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--precision fp32|tf32|bf16] [--json]
+//                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--precision fp32|tf32|bf16]
+//                    [--channels-last] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
 // (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
 // (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100;
-  bool json = false, ddp = false, graph = false, conv_benchmark = false;
+  bool json = false, ddp = false, graph = false, conv_benchmark = false, channels_last = false;
   std::string precision_name = "tf32";
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
@@ -149,6 +150,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision_name, "fp32, tf32 (convolutions on TF32 tensor cores) or bf16 "
                  "(mixed precision: loom::Autocast)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  app.add_flag("--channels-last", channels_last,
+               "feed the batch channels-last (NHWC): convolutions, batch norm, pooling and activations "
+               "then run channels-last on CUDA; appends _cl to the variants' names");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
@@ -160,7 +164,8 @@ int main(int argc, char** argv) {
     loom::train::use_precision(precision);
     loom::manual_seed(1);
     // Random (never zero) inputs; labels 0/1.
-    const loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
+    loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
+    if (channels_last) images = images.contiguous(loom::MemoryFormat::ChannelsLast);
     const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
     std::vector<Trainee> trainees;
@@ -193,6 +198,9 @@ int main(int argc, char** argv) {
                   ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
       std::printf("%-12s %6s %-8s %-6s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
                   "min_ms", trainees.size() > 1 ? "  vs plain" : "");
+    }
+    if (channels_last) {
+      for (Trainee& t : trainees) t.variant += "_cl";
     }
     for (size_t t = 0; t < trainees.size(); ++t) {
       const double vs_plain = 100.0 * (median(ms[t]) / median(ms[0]) - 1.0);

@@ -53,12 +53,16 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   LOOM_CHECK(!training || g.n * g.inner > 1, "batch_norm: training needs more than one value per "
              "channel, got input shape ", shape_str(x_in.shape()));
 
-  const Tensor x = x_in.contiguous();
+  // CUDA keeps a channels-last input's layout (output and input gradient alike); the CPU reads
+  // everything as NCHW.
+  const MemoryFormat format = x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
+  g.channels_last = format == MemoryFormat::ChannelsLast;
+  const Tensor x = x_in.contiguous(format);
   const Tensor weight = weight_in.defined() ? weight_in.contiguous() : Tensor();
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   const TensorOptions channel_options = x.options().dtype(channel_dtype(x));
   const Tensor mean = empty({g.c}, channel_options), invstd = empty({g.c}, channel_options);
-  Tensor out = empty(x.shape(), x.options());
+  Tensor out = empty(x.shape(), x.options(), format);
   if (x.is_cuda()) {
     LOOM_CUDA_DISPATCH("batch_norm", {
       if (training) {
@@ -81,9 +85,9 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   const bool need_weight = weight_in.defined() && weight_in.requires_grad();
   const bool need_bias = bias_in.defined() && bias_in.requires_grad();
   return record("batch_norm", out, {x_in, weight_in, bias_in},
-                [x, weight, mean, invstd, g, training, need_input, need_weight, need_bias](const Tensor& grad) {
-                  const Tensor dy = grad.contiguous();
-                  const Tensor dx = need_input ? empty(x.shape(), x.options()) : Tensor();
+                [x, weight, mean, invstd, g, format, training, need_input, need_weight, need_bias](const Tensor& grad) {
+                  const Tensor dy = grad.contiguous(format);
+                  const Tensor dx = need_input ? empty(x.shape(), x.options(), format) : Tensor();
                   const Tensor dw = need_weight ? empty({g.c}, mean.options()) : Tensor();
                   const Tensor db = need_bias ? empty({g.c}, mean.options()) : Tensor();
                   if (dy.is_cuda()) {

@@ -16,8 +16,11 @@ namespace loom::detail {
 
 struct BnGeometry {
   int64_t n = 0, c = 0, inner = 0;
+  bool channels_last = false;  // stored [n, inner, c] (NHWC): the CUDA backend's choice only
   LOOM_HOST_DEVICE double count() const { return static_cast<double>(n * inner); }
-  LOOM_HOST_DEVICE int64_t channel_of(int64_t i) const { return (i / inner) % c; }
+  // How many consecutive elements share a channel.
+  LOOM_HOST_DEVICE int64_t channel_run() const { return channels_last ? 1 : inner; }
+  LOOM_HOST_DEVICE int64_t channel_of(int64_t i) const { return (i / channel_run()) % c; }
 };
 
 // The per-channel element type for data of type T.

@@ -115,9 +115,15 @@ namespace {
 // conv2d, followed by relu when `relu` (CUDA only: one pass adds the bias and applies it).
 Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
                    const Conv2dOptions& options, bool relu) {
-  const detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);
-  const Tensor x = x_in.contiguous();
-  const Tensor weight = weight_in.contiguous();
+  detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);
+  // A channels-last input on CUDA runs channels-last (cuDNN's tensor-core kernels then need no
+  // transposes): the weight is laid out so for the call, the output and the input's gradient
+  // come out channels-last, and the weight's gradient goes back in the weight's own layout.
+  const MemoryFormat format = x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
+  const MemoryFormat weight_format = weight_in.suggest_memory_format();
+  g.channels_last = format == MemoryFormat::ChannelsLast;
+  const Tensor x = x_in.detach().contiguous(format);
+  const Tensor weight = weight_in.detach().contiguous(format);
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   Tensor out;
   if (x.is_cuda()) {
@@ -132,11 +138,12 @@ Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in
   // the output too, whose sign gates the gradient as relu's backward does.
   const Tensor y = relu ? out.detach() : Tensor();
   return record(name, out, {x_in, weight_in, bias_in},
-                [x, weight, g, y, need_input, need_weight, need_bias](const Tensor& grad) {
+                [x, weight, g, y, format, weight_format, need_input, need_weight, need_bias](const Tensor& grad) {
                   const Tensor dy =
-                      y.defined() ? detail::run_floating(detail::ElementwiseOp::ReluBackward, "conv2d_relu backward",
-                                                         {grad, y})
-                                  : grad.contiguous();
+                      (y.defined() ? detail::run_floating(detail::ElementwiseOp::ReluBackward, "conv2d_relu backward",
+                                                          {grad, y})
+                                   : grad)
+                          .contiguous(format);
                   detail::ConvGrads r;
                   if (dy.is_cuda()) {
                     LOOM_CUDA_DISPATCH("conv2d backward",
@@ -145,6 +152,7 @@ Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in
                   } else {
                     r = detail::cpu_conv2d_backward(dy, x, weight, g, need_input, need_weight, need_bias);
                   }
+                  if (r.weight.defined()) r.weight = r.weight.contiguous(weight_format);
                   return std::vector<Tensor>{r.input, r.weight, r.bias};
                 });
 }

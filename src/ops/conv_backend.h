@@ -1,6 +1,7 @@
 // Internal: conv2d's backend entry points, called by conv.cpp and implemented by cpu/conv.cpp
 // (im2col + Eigen) and cuda/conv.cu (cuDNN), and the geometry they share. Inputs arrive
-// validated and contiguous, on one device, of one floating dtype.
+// validated and contiguous (in the geometry's memory format), on one device, of one floating
+// dtype; outputs and gradients come back in that format.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,9 @@ struct ConvGeometry {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   int64_t dil_h = 1, dil_w = 1;
+  // CUDA only: input, weight, output and gradients stored channels-last (NHWC; the weight
+  // [o, kh, kw, c]) instead of NCHW.
+  bool channels_last = false;
 };
 
 struct ConvGrads {

@@ -12,6 +12,33 @@
 
 namespace loom::detail {
 
+namespace {
+
+// The output's layout: that of the first input of the output's own shape which is dense, NCHW
+// or channels-last (a broadcast or sliced input has no say), so that relu and the residual sum
+// of a channels-last network stay channels-last.
+MemoryFormat output_format(const std::vector<Tensor>& inputs, const Shape& shape) {
+  if (shape.size() != 4) return MemoryFormat::Contiguous;
+  for (const Tensor& t : inputs) {
+    if (t.shape() != shape) continue;
+    if (t.is_contiguous()) return MemoryFormat::Contiguous;
+    if (t.is_contiguous(MemoryFormat::ChannelsLast)) return MemoryFormat::ChannelsLast;
+  }
+  return MemoryFormat::Contiguous;
+}
+
+// `t` broadcast to the 4-D `shape` [N, C, H, W] and viewed as [N, H, W, C] (no autograd): a
+// channels-last tensor of that shape becomes a contiguous one.
+Tensor nhwc_view(const Tensor& t, const Shape& shape) {
+  Shape strides(4, 0);  // broadcast dims read one element
+  const int64_t lead = 4 - t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == 1 ? 0 : t.stride(d);
+  return t.as_strided({shape[0], shape[2], shape[3], shape[1]}, {strides[0], strides[2], strides[3], strides[1]},
+                      t.offset());
+}
+
+}  // namespace
+
 // The one place an elementwise op checks devices and broadcast shapes, allocates its output and
 // picks the CPU or CUDA backend.
 Tensor run_elementwise(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,
@@ -25,12 +52,22 @@ Tensor run_elementwise(ElementwiseOp op, const char* name, const std::vector<Ten
                " and ", inputs[i].device(), ")");
     shape = broadcast_shapes(shape, inputs[i].shape(), name);
   }
-  Tensor out = empty(shape, TensorOptions(out_dtype).device(device));
+  const MemoryFormat format = output_format(inputs, shape);
+  Tensor out = empty(shape, TensorOptions(out_dtype).device(device), format);
   if (out.numel() == 0) return out;
+  // The backends see a contiguous output: a channels-last one as its [N, H, W, C] view, with
+  // every input viewed alike (dense again when it is channels-last too).
+  const Tensor out_view = format == MemoryFormat::ChannelsLast ? nhwc_view(out, shape) : out;
+  std::vector<Tensor> views;
+  if (format == MemoryFormat::ChannelsLast) {
+    views.reserve(inputs.size());
+    for (const Tensor& t : inputs) views.push_back(nhwc_view(t, shape));
+  }
+  const std::vector<Tensor>& operands = format == MemoryFormat::ChannelsLast ? views : inputs;
   if (device.is_cuda()) {
-    LOOM_CUDA_DISPATCH(name, cuda_elementwise(op, name, out, inputs, params));
+    LOOM_CUDA_DISPATCH(name, cuda_elementwise(op, name, out_view, operands, params));
   } else {
-    cpu_elementwise(op, name, out, inputs, params);
+    cpu_elementwise(op, name, out_view, operands, params);
   }
   return out;
 }

@@ -21,8 +21,9 @@ namespace loom::detail {
 enum class ElementwiseOp { LOOM_ELEMENTWISE_OPS(LOOM_ELEMENTWISE_ENUM_ENTRY) };
 #undef LOOM_ELEMENTWISE_ENUM_ENTRY
 
-// Runs `op` over `inputs` broadcast together (NumPy rules) into a new contiguous tensor of
-// `out_dtype` on the inputs' common device. `name` is the public op's name for error messages.
+// Runs `op` over `inputs` broadcast together (NumPy rules) into a new tensor of `out_dtype` on
+// the inputs' common device, contiguous or, when the first dense input of the output's shape is
+// channels-last, channels-last. `name` is the public op's name for error messages.
 // The functor's element type is taken from the last input (the value operand for every op).
 // Dtype rules are the caller's to check; devices and shapes are checked here.
 Tensor run_elementwise(ElementwiseOp op, const char* name, const std::vector<Tensor>& inputs,

@@ -27,11 +27,22 @@ detail::PoolAxis fixed_axis(const char* op, const char* name, int64_t in, int64_
   return a;
 }
 
+// CUDA keeps a channels-last input's layout; the CPU reads everything as NCHW.
+void set_layout(detail::PoolGeometry& g, const Tensor& x) {
+  g.planes = x.size(0) * x.size(1);
+  g.channels = x.size(1);
+  g.channels_last = x.is_cuda() && x.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+MemoryFormat format_of(const detail::PoolGeometry& g) {
+  return g.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
 detail::PoolGeometry fixed_geometry(const char* op, const Tensor& x, Size2 kernel, Size2 stride,
                                     Size2 padding) {
   check_input(op, x);
   detail::PoolGeometry g;
-  g.planes = x.size(0) * x.size(1);
+  set_layout(g, x);
   g.y = fixed_axis(op, "height", x.size(2), kernel.h, stride.h, padding.h);
   g.x = fixed_axis(op, "width", x.size(3), kernel.w, stride.w, padding.w);
   return g;
@@ -41,28 +52,30 @@ Shape out_shape(const Tensor& x, const detail::PoolGeometry& g) {
   return {x.size(0), x.size(1), g.y.out, g.x.out};
 }
 
-// Records a pool's backward: dx, shaped like x, is written by backward(dy, dx) on dy's device.
+// Records a pool's backward: dx, shaped and laid out like x, is written by backward(dy, dx) on
+// dy's device.
 template <typename Backward>
-Tensor record_pool(const char* name, const Tensor& x, Tensor out, Backward backward) {
+Tensor record_pool(const char* name, const Tensor& x, const detail::PoolGeometry& g, Tensor out, Backward backward) {
   const Shape in_shape = x.shape();
   const TensorOptions options = x.options();
-  return record(name, out, {x}, [backward, in_shape, options](const Tensor& grad) {
-    const Tensor dy = grad.contiguous();
-    Tensor dx = empty(in_shape, options);
+  const MemoryFormat format = format_of(g);
+  return record(name, out, {x}, [backward, in_shape, options, format](const Tensor& grad) {
+    const Tensor dy = grad.contiguous(format);
+    Tensor dx = empty(in_shape, options, format);
     backward(dy, dx);
     return std::vector<Tensor>{dx};
   });
 }
 
 Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry& g, bool include_pad) {
-  const Tensor x = x_in.contiguous();
-  Tensor out = empty(out_shape(x, g), x.options());
+  const Tensor x = x_in.contiguous(format_of(g));
+  Tensor out = empty(out_shape(x, g), x.options(), format_of(g));
   if (x.is_cuda()) {
     LOOM_CUDA_DISPATCH(name, detail::cuda_avg_pool2d(x, g, include_pad, out));
   } else {
     detail::cpu_avg_pool2d(x, g, include_pad, out);
   }
-  return record_pool(name, x_in, out, [g, include_pad](const Tensor& dy, const Tensor& dx) {
+  return record_pool(name, x_in, g, out, [g, include_pad](const Tensor& dy, const Tensor& dx) {
     if (dy.is_cuda()) {
       LOOM_CUDA_DISPATCH("avg_pool2d backward",
                          detail::cuda_avg_pool2d_backward(dy, g, include_pad, dx));
@@ -88,16 +101,16 @@ int64_t pool2d_output_size(const char* op, const char* axis, int64_t in, int64_t
 // usual kernels; the backward sends each output's gradient to that one input pixel.
 Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding) {
   const detail::PoolGeometry g = fixed_geometry("max_pool2d", x_in, kernel, stride, padding);
-  const Tensor x = x_in.contiguous();
-  Tensor out = empty(out_shape(x, g), x.options());
+  const Tensor x = x_in.contiguous(format_of(g));
+  Tensor out = empty(out_shape(x, g), x.options(), format_of(g));
   const Tensor offsets =
-      empty(out_shape(x, g), TensorOptions(detail::max_pool_offset_dtype(g)).device(x.device()));
+      empty(out_shape(x, g), TensorOptions(detail::max_pool_offset_dtype(g)).device(x.device()), format_of(g));
   if (x.is_cuda()) {
     LOOM_CUDA_DISPATCH("max_pool2d", detail::cuda_max_pool2d(x, g, out, offsets));
   } else {
     detail::cpu_max_pool2d(x, g, out, offsets);
   }
-  return record_pool("max_pool2d", x_in, out, [g, offsets](const Tensor& dy, const Tensor& dx) {
+  return record_pool("max_pool2d", x_in, g, out, [g, offsets](const Tensor& dy, const Tensor& dx) {
     if (dy.is_cuda()) {
       LOOM_CUDA_DISPATCH("max_pool2d backward",
                          detail::cuda_max_pool2d_backward(dy, offsets, g, dx));
@@ -117,7 +130,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
   LOOM_CHECK(out_h >= 1 && out_w >= 1, "adaptive_avg_pool2d: output size ", out_h, "x", out_w,
              " must be positive");
   detail::PoolGeometry g;
-  g.planes = x.size(0) * x.size(1);
+  set_layout(g, x);
   g.y.in = x.size(2), g.y.out = out_h, g.y.adaptive = true;
   g.x.in = x.size(3), g.x.out = out_w, g.x.adaptive = true;
   return avg_pool("adaptive_avg_pool2d", x, g, true);

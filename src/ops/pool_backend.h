@@ -7,8 +7,9 @@
 
 namespace loom::detail {
 
-// Contiguous [planes, y.in, x.in] in, [planes, y.out, x.out] out. offsets: the winners'
-// window offsets, of max_pool_offset_dtype(g).
+// Contiguous [planes, y.in, x.in] in, [planes, y.out, x.out] out (on CUDA, NHWC instead when
+// g.channels_last). offsets: the winners' window offsets, of max_pool_offset_dtype(g), laid out
+// as the output.
 void cpu_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
                     const Tensor& offsets);
 void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const PoolGeometry& g,

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "loom/tensor/dtype.h"
 #include "loom/tensor/error.h"
@@ -52,7 +54,23 @@ struct PoolAxis {
 struct PoolGeometry {
   int64_t planes = 0;  // N * C
   PoolAxis y, x;
+  // CUDA only: input and output stored NHWC, so a plane's pixels lie `channels` elements apart.
+  bool channels_last = false;
+  int64_t channels = 0;
 };
+
+// A channel's plane in an NHWC tensor: pixel `at` (y * x.in + x) is data[at * step], step being
+// the channel count. The rules below take it or, for NCHW planes, a plain pointer.
+template <typename T, typename I>
+struct StridedPlane {
+  T* data;
+  I step;
+  LOOM_HOST_DEVICE T& operator[](I at) const { return data[at * step]; }
+};
+
+// The element type a plane (pointer or StridedPlane) holds.
+template <typename Plane>
+using plane_value_t = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<Plane>()[0])>>;
 
 // Max pooling's windows along a fixed axis, in the kernels' index type I. Window o begins at
 // origin = o * stride - pad (in the padding when negative) and covers input [start, end), the
@@ -90,16 +108,16 @@ void with_offset_type(DType dtype, F&& f) {
 // returns the winner's window offset. The first maximum in row-major order wins; a NaN only
 // when it comes first (a comparison with NaN is false). Selects rather than branches (the
 // winner is data-dependent) into locals, as `out` may alias `plane` and would be re-read.
-template <typename T, typename I>
-LOOM_HOST_DEVICE I max_of_window(const T* plane, I in_x, I kernel_w, const MaxWindow<I>& wy,
+template <typename Plane, typename T, typename I>
+LOOM_HOST_DEVICE I max_of_window(const Plane& plane, I in_x, I kernel_w, const MaxWindow<I>& wy,
                                  const MaxWindow<I>& wx, T& out) {
-  const T* row = plane + wy.start * in_x;
-  T best = row[wx.start];
+  I row = wy.start * in_x;
+  T best = plane[row + wx.start];
   I at = (wy.start - wy.origin) * kernel_w + (wx.start - wx.origin);
   for (I y = wy.start; y < wy.end; ++y, row += in_x) {
     const I tap_row = (y - wy.origin) * kernel_w - wx.origin;
     for (I x = wx.start; x < wx.end; ++x) {
-      const T v = row[x];
+      const T v = plane[row + x];
       const bool wins = v > best;
       best = wins ? v : best;
       at = wins ? tap_row + x : at;
@@ -110,8 +128,8 @@ LOOM_HOST_DEVICE I max_of_window(const T* plane, I in_x, I kernel_w, const MaxWi
 }
 
 // out = max of the window of (oy, ox) in `plane` [y.in, x.in]; returns its window offset.
-template <typename T, typename I>
-LOOM_HOST_DEVICE I max_pool_at(const T* plane, const PoolGeometry& g, I oy, I ox, T& out) {
+template <typename Plane, typename T, typename I>
+LOOM_HOST_DEVICE I max_pool_at(const Plane& plane, const PoolGeometry& g, I oy, I ox, T& out) {
   return max_of_window(plane, static_cast<I>(g.x.in), static_cast<I>(g.x.kernel),
                        MaxWindow<I>(g.y, oy), MaxWindow<I>(g.x, ox), out);
 }
@@ -145,9 +163,9 @@ LOOM_HOST_DEVICE void max_pool_outputs_of(const PoolAxis& a, I i, I& first, I& l
 
 // Gradient of input (iy, ix) of one plane under max pooling: grad [y.out, x.out] summed over
 // the outputs whose saved offset names this pixel, in output order, in double.
-template <typename T, typename W, typename I>
-LOOM_HOST_DEVICE T max_pool_grad_at(const T* grad, const W* offsets, const PoolGeometry& g, I iy,
-                                    I ix) {
+template <typename GradPlane, typename OffsetPlane, typename I, typename T = plane_value_t<GradPlane>>
+LOOM_HOST_DEVICE T max_pool_grad_at(const GradPlane& grad, const OffsetPlane& offsets, const PoolGeometry& g,
+                                    I iy, I ix) {
   I oy0, oy1, ox0, ox1;
   max_pool_outputs_of(g.y, iy, oy0, oy1);
   max_pool_outputs_of(g.x, ix, ox0, ox1);
@@ -164,8 +182,8 @@ LOOM_HOST_DEVICE T max_pool_grad_at(const T* grad, const W* offsets, const PoolG
   return static_cast<T>(s);
 }
 
-template <typename T>
-LOOM_HOST_DEVICE T avg_pool_at(const T* plane, const PoolGeometry& g, bool include_pad,
+template <typename Plane, typename T = plane_value_t<Plane>>
+LOOM_HOST_DEVICE T avg_pool_at(const Plane& plane, const PoolGeometry& g, bool include_pad,
                                int64_t oy, int64_t ox) {
   int64_t y0, y1, x0, x1, cy, cx;
   g.y.window(oy, include_pad, y0, y1, cy);
@@ -179,8 +197,8 @@ LOOM_HOST_DEVICE T avg_pool_at(const T* plane, const PoolGeometry& g, bool inclu
 
 // Gradient of input (iy, ix) of one plane under average pooling: grad [out_y, out_x] of the
 // outputs whose window holds it, each divided by its window's divisor.
-template <typename T>
-LOOM_HOST_DEVICE T avg_pool_grad_at(const T* grad, const PoolGeometry& g, bool include_pad,
+template <typename Plane, typename T = plane_value_t<Plane>>
+LOOM_HOST_DEVICE T avg_pool_grad_at(const Plane& grad, const PoolGeometry& g, bool include_pad,
                                     int64_t iy, int64_t ix) {
   int64_t oy0, oy1, ox0, ox1;
   g.y.outputs_of(iy, oy0, oy1);

@@ -55,8 +55,8 @@ Edge edge_of(const Tensor& t) {
 }
 
 // A gradient the engine may later add into in place: never an alias of a user's tensor.
-Tensor owned_copy(const Tensor& g) {
-  Tensor copy = empty(g.shape(), g.options());
+Tensor owned_copy(const Tensor& g, MemoryFormat format) {
+  Tensor copy = empty(g.shape(), g.options(), format);
   detail::copy_same_device(copy, g);
   return copy;
 }
@@ -88,10 +88,12 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
               " for a leaf of shape ", shape_str(leaf.shape));
   if (!leaf.grad.defined()) {
     // Take the incoming buffer when nothing else can see it; otherwise copy, because later
-    // accumulations write into .grad in place.
+    // accumulations write into .grad in place. Either way .grad has the leaf's own layout
+    // (channels-last or NCHW), as PyTorch's gradient layout contract has it.
+    const MemoryFormat format = Tensor(leaf_).suggest_memory_format();
     const bool exclusive = grad_output.impl().use_count() == 1 &&
-                           grad_output.storage().use_count() == 1 && grad_output.is_contiguous();
-    leaf.grad = exclusive ? grad_output.detach() : owned_copy(grad_output);
+                           grad_output.storage().use_count() == 1 && grad_output.is_contiguous(format);
+    leaf.grad = exclusive ? grad_output.detach() : owned_copy(grad_output, format);
   } else {
     detail::accumulate(leaf.grad, grad_output);
   }
@@ -194,7 +196,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         pending_owned[next] = false;
       } else {
         if (!pending_owned[next]) {
-          it->second = owned_copy(it->second);
+          it->second = owned_copy(it->second, it->second.suggest_memory_format());
           pending_owned[next] = true;
         }
         detail::accumulate(it->second, input_grads[i]);

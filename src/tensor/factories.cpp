@@ -52,6 +52,15 @@ Tensor empty(const Shape& shape, const TensorOptions& options) {
   return finish(Tensor(std::move(impl)), options);
 }
 
+Tensor empty(const Shape& shape, const TensorOptions& options, MemoryFormat format) {
+  if (format == MemoryFormat::Contiguous) return empty(shape, options);
+  LOOM_CHECK(shape.size() == 4, "empty: the channels-last format needs a 4-D [N, C, H, W] shape, got ",
+             shape_str(shape));
+  Tensor t = empty(shape, options);
+  t.impl()->strides = channels_last_strides(shape);
+  return t;
+}
+
 Tensor full(const Shape& shape, double value, const TensorOptions& options) {
   Tensor t = empty(shape, options.requires_grad(false));
   t.fill_(value);

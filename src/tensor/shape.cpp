@@ -29,6 +29,13 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+Shape channels_last_strides(const Shape& shape) {
+  LOOM_CHECK(shape.size() == 4, "channels-last strides need a 4-D [N, C, H, W] shape, got ", shape_str(shape));
+  const int64_t c = std::max<int64_t>(shape[1], 1), w = std::max<int64_t>(shape[3], 1);
+  const int64_t h = std::max<int64_t>(shape[2], 1);
+  return {h * w * c, 1, w * c, c};
+}
+
 std::string shape_str(const Shape& shape) {
   std::ostringstream out;
   out << "[";

@@ -11,6 +11,8 @@ using Shape = std::vector<int64_t>;
 
 int64_t numel_of(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
+// NHWC strides for a 4-D [N, C, H, W] shape: [H*W*C, 1, W*C, C].
+Shape channels_last_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "[2, 3]"
 
 // NumPy broadcasting of two shapes; throws naming op and both shapes when they don't broadcast.

@@ -65,6 +65,20 @@ const Storage& Tensor::storage() const {
 
 bool Tensor::is_contiguous() const { return is_contiguous_geometry(shape(), impl_->strides); }
 
+// NHWC: the NCHW check over the dims in the order N, H, W, C.
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::Contiguous) return is_contiguous();
+  if (dim() != 4) return false;
+  const Shape& s = shape();
+  const Shape& st = impl_->strides;
+  return is_contiguous_geometry({s[0], s[2], s[3], s[1]}, {st[0], st[2], st[3], st[1]});
+}
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  return is_contiguous(MemoryFormat::ChannelsLast) && !is_contiguous() ? MemoryFormat::ChannelsLast
+                                                                        : MemoryFormat::Contiguous;
+}
+
 void* Tensor::raw_data() const {
   check_defined("data");
   return static_cast<char*>(impl_->storage.data()) +
@@ -156,6 +170,18 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  check_defined("contiguous");
+  if (format == MemoryFormat::Contiguous) return contiguous();
+  LOOM_CHECK(dim() == 4, "contiguous(ChannelsLast): needs a 4-D [N, C, H, W] tensor, got shape ",
+             shape_str(shape()));
+  if (is_contiguous(format)) return *this;
+  Tensor out = empty(shape(), options(), format);
+  detail::copy_same_device(out, *this);
+  const MemoryFormat own = suggest_memory_format();
+  return record("contiguous", out, {*this}, [own](const Tensor& g) { return std::vector<Tensor>{g.contiguous(own)}; });
+}
+
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = empty(shape(), options());
@@ -171,7 +197,8 @@ Tensor Tensor::to(Device target_device, DType target_dtype) const {
   const Device source_device = device();
   const DType source_dtype = dtype();
   if (target_device == source_device && target_dtype == source_dtype) return *this;
-  Tensor out = empty(shape(), TensorOptions(target_dtype).device(target_device));
+  // A channels-last tensor stays channels-last (autocast's casts keep the layout).
+  Tensor out = empty(shape(), TensorOptions(target_dtype).device(target_device), suggest_memory_format());
   out.copy_(*this);
   return record("to", out, {*this}, [source_device, source_dtype](const Tensor& g) {
     return std::vector<Tensor>{g.to(source_device, source_dtype)};

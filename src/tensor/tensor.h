@@ -39,6 +39,13 @@ struct TensorOptions {
   TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
 };
 
+// How a 4-D [N, C, H, W] tensor's elements lie in memory. Contiguous: row-major NCHW.
+// ChannelsLast: the same shape stored NHWC (strides [H*W*C, 1, W*C, C]), the layout cuDNN's
+// tensor-core convolutions read without transposing. On CUDA, convolution, batch norm, max
+// pooling and elementwise ops keep a channels-last input's layout in their outputs and
+// gradients; other ops read it through contiguous(), as any strided tensor.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+
 // Called with a leaf's .grad once backward() has accumulated into it
 // (DistributedDataParallel starts its all-reduce from here).
 using PostAccumulateHook = std::function<void(Tensor& leaf)>;
@@ -62,6 +69,10 @@ class Tensor {
   Device device() const;
   bool is_cuda() const { return device().is_cuda(); }
   bool is_contiguous() const;
+  bool is_contiguous(MemoryFormat format) const;  // ChannelsLast: only 4-D tensors can be
+  // ChannelsLast when 4-D, NHWC and not also NCHW (one channel, or one pixel, is both: then
+  // the two layouts are the same bytes): the layout an op gives the output it computes from it.
+  MemoryFormat suggest_memory_format() const;
   const Storage& storage() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
@@ -97,6 +108,9 @@ class Tensor {
 
   // --- copies: differentiable --------------------------------------------------------------
   Tensor contiguous() const;  // this tensor itself when already contiguous
+  // This tensor itself when already laid out so, else a copy that is; the gradient goes back
+  // in this tensor's own layout.
+  Tensor contiguous(MemoryFormat format) const;
   Tensor clone() const;
   Tensor to(Device device) const;  // this tensor itself when nothing changes
   Tensor to(DType dtype) const;
@@ -159,6 +173,7 @@ struct TensorImpl {
 
 // --- factories ---------------------------------------------------------------------------
 Tensor empty(const Shape& shape, const TensorOptions& options = {});
+Tensor empty(const Shape& shape, const TensorOptions& options, MemoryFormat format);  // ChannelsLast: 4-D
 Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 Tensor ones(const Shape& shape, const TensorOptions& options = {});
 Tensor full(const Shape& shape, double value, const TensorOptions& options = {});

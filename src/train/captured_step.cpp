@@ -70,7 +70,9 @@ CapturedStep::Shape* CapturedStep::shape_for(const Tensor& inputs, const Tensor&
 
 void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels) {
   const int device = inputs.device().index;
-  s.inputs = inputs.contiguous().clone();
+  // The static input keeps the inputs' layout: a channels-last batch stays channels-last.
+  s.inputs = empty(inputs.shape(), inputs.options(), inputs.suggest_memory_format());
+  s.inputs.copy_(inputs);
   s.labels = labels.contiguous().clone();
   // Dropped before the capture, so that its backward allocates the gradients in the graph's pool.
   optimizer_.zero_grad();

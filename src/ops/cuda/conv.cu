@@ -15,6 +15,7 @@
 #include "loom/ops/conv.h"
 #include "loom/ops/conv_backend.h"
 #include "loom/ops/cuda/channel_reduce.cuh"
+#include "loom/ops/cuda/channels_last.cuh"
 #include "loom/ops/cuda/cudnn_handle.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
@@ -25,7 +26,7 @@ namespace {
 
 enum class Pass : int64_t { Forward, BackwardData, BackwardFilter };
 
-using AlgoKey = std::array<int64_t, 19>;
+using AlgoKey = std::array<int64_t, 20>;
 
 struct AlgoChoice {
   int algo = 0;
@@ -121,8 +122,13 @@ ConvGeometry symmetric(const ConvGeometry& g) {
   return s;
 }
 
+MemoryFormat format_of(const ConvGeometry& g) {
+  return g.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
 Tensor pad_extra(const Tensor& x, const ConvGeometry& g, const ConvGeometry& s) {
-  Tensor padded = zeros({s.n, s.c, s.h, s.w}, x.options());
+  Tensor padded = empty({s.n, s.c, s.h, s.w}, x.options(), format_of(g));
+  padded.zero_();
   padded.narrow(2, g.pad_top - s.pad_top, g.h).narrow(3, g.pad_left - s.pad_left, g.w).copy_(x);
   return padded;
 }
@@ -141,8 +147,8 @@ struct CudnnConv {
   bool tensor_ops;
 
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
-      : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w),
-        y(dt, geo.n, geo.o, geo.oh, geo.ow), w(dt, geo.o, geo.c, geo.kh, geo.kw),
+      : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w, geo.channels_last),
+        y(dt, geo.n, geo.o, geo.oh, geo.ow, geo.channels_last), w(dt, geo.o, geo.c, geo.kh, geo.kw, geo.channels_last),
         conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo),
         tensor_ops(dt == kBFloat16 || (dt == kFloat32 && conv_allow_tf32())) {
     int n = 0, c = 0, h = 0, wd = 0;
@@ -154,7 +160,7 @@ struct CudnnConv {
   AlgoKey key(Pass pass) const {
     return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
             s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, conv_benchmark() ? 1 : 0};
+            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, conv_benchmark() ? 1 : 0, s.channels_last ? 1 : 0};
   }
 
   // Whether this pass's search times the candidates: benchmark mode, and not inside a capture.
@@ -280,21 +286,24 @@ Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
   Tensor out = empty({g.o}, dy.options());
   const int device = dy.device().index;
   LOOM_DISPATCH_FLOATING_AND_BF16(dy.dtype(), "conv2d backward", [&] {
-    channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow}, SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
+    channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow, g.channels_last}, SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
                    StoreSum<scalar_t>{out.data_ptr<scalar_t>()}, device, cuda::current_stream(device));
   });
   return out;
 }
 
-// y[n, o, :, :] = act(y + bias[o]) in place, `Vec` elements a thread (4 for float planes whose
-// size is a multiple of 4: one 16-byte load and store). cudnnAddTensor took 136 us for the
-// 126 MB of classic_cnn's first layer at batch 256, over twice what moving them costs.
-template <typename T, int Vec>
-__global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t plane_vectors, int64_t channels,
+// y[n, o, :, :] = act(y + bias[o]) in place, `Vec` elements a thread (4 for float data whose
+// runs of one channel, NCHW planes, or whose channel rows, NHWC, are a multiple of 4 long: one
+// 16-byte load and store). cudnnAddTensor took 136 us for the 126 MB of classic_cnn's first
+// layer at batch 256, over twice what moving them costs.
+template <typename T, int Vec, bool kChannelsLast>
+__global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t plane, int64_t channels,
                                  bool relu) {
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const T b = bias != nullptr ? bias[(v / plane_vectors) % channels] : T(0.0f);
+    // The first element's channel; NCHW: the vector's other elements share it, NHWC: they
+    // follow it.
+    const int64_t c0 = kChannelsLast ? (v * Vec) % channels : (v * Vec / plane) % channels;
     T* p = y + v * Vec;
     T vals[Vec];
     if constexpr (Vec == 4) {
@@ -307,6 +316,7 @@ __global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t p
     for (int i = 0; i < Vec; ++i) {
       // In float for bfloat16 (one rounding, of the sum), in T otherwise.
       using Acc = std::conditional_t<std::is_same<T, BFloat16>::value, float, T>;
+      const T b = bias != nullptr ? bias[kChannelsLast ? c0 + i : c0] : T(0.0f);
       Acc v = static_cast<Acc>(vals[i]) + static_cast<Acc>(b);
       if (relu && v < Acc(0)) v = Acc(0);  // relu's own rule: NaN and -0 pass
       vals[i] = static_cast<T>(v);
@@ -327,19 +337,21 @@ void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, b
   LOOM_DISPATCH_FLOATING_AND_BF16(y.dtype(), "conv2d", [&] {
     using T = scalar_t;
     const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
-    const bool vec4 = std::is_same<T, float>::value && plane % 4 == 0;
+    const bool vec4 = std::is_same<T, float>::value && (g.channels_last ? g.o : plane) % 4 == 0;
     const int64_t vectors = vec4 ? n / 4 : n;
     const int threads = 256;
     const int blocks = static_cast<int>(std::min<int64_t>((vectors + threads - 1) / threads, 65536));
-    if constexpr (std::is_same<T, float>::value) {
-      if (vec4) {
-        bias_relu_kernel<T, 4><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane / 4, g.o, relu);
-        LOOM_CUDA_KERNEL_CHECK();
-        return;
-      }
+    auto launch = [&](auto vec, auto channels_last) {
+      bias_relu_kernel<T, decltype(vec)::value, decltype(channels_last)::value>
+          <<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
+      LOOM_CUDA_KERNEL_CHECK();
+    };
+    auto launch_layout = [&](auto vec) { with_channels_last(g.channels_last, [&](auto cl) { launch(vec, cl); }); };
+    if (vec4) {
+      launch_layout(std::integral_constant<int, std::is_same<T, float>::value ? 4 : 1>{});  // vec4: float
+    } else {
+      launch_layout(std::integral_constant<int, 1>{});
     }
-    bias_relu_kernel<T, 1><<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
-    LOOM_CUDA_KERNEL_CHECK();
   });
 }
 
@@ -361,7 +373,7 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   cuda::DeviceGuard guard(device);
   const ConvGeometry s = symmetric(g);
   const Tensor xs = needs_extra_padding(g) ? pad_extra(x, g, s) : x;
-  Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options());
+  Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options(), format_of(g));
   const CudnnConv c(s, x.dtype(), device);
   const AlgoChoice algo = c.forward_algorithm(xs.raw_data(), weight.raw_data(), y.raw_data());
   c.use(algo);
@@ -387,7 +399,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   ConvGrads grads;
   if (need_bias) grads.bias = bias_grad(grad_out, g);
   if (need_weight) {
-    grads.weight = empty(weight.shape(), weight.options());
+    grads.weight = empty(weight.shape(), weight.options(), format_of(g));
     const Tensor xs = extra ? pad_extra(x, g, s) : x;
     const AlgoChoice algo = c.backward_filter_algorithm(xs.raw_data(), grad_out.raw_data(), grads.weight.raw_data());
     c.use(algo);
@@ -398,7 +410,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
         c.w.get(), grads.weight.raw_data()));
   }
   if (need_input) {
-    Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options());
+    Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options(), format_of(g));
     const AlgoChoice algo = c.backward_data_algorithm(weight.raw_data(), grad_out.raw_data(), dxs.raw_data());
     c.use(algo);
     const Tensor ws = c.workspace(algo.workspace);
@@ -406,7 +418,9 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
         c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
         c.x.get(), dxs.raw_data()));
-    grads.input = extra ? dxs.narrow(2, g.pad_top - s.pad_top, g.h).narrow(3, g.pad_left - s.pad_left, g.w).contiguous()
+    grads.input = extra ? dxs.narrow(2, g.pad_top - s.pad_top, g.h)
+                              .narrow(3, g.pad_left - s.pad_left, g.w)
+                              .contiguous(format_of(g))
                         : dxs;
   }
   return grads;

@@ -43,18 +43,22 @@ const void* cudnn_zero(DType dtype) {
   return dtype == DType::Float64 ? static_cast<const void*>(&d) : static_cast<const void*>(&f);
 }
 
-TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w) {
+namespace {
+cudnnTensorFormat_t cudnn_format(bool channels_last) { return channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+}  // namespace
+
+TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last) {
   LOOM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
-  LOOM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, cudnn_dtype(dtype),
+  LOOM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, cudnn_format(channels_last), cudnn_dtype(dtype),
                                               static_cast<int>(n), static_cast<int>(c),
                                               static_cast<int>(h), static_cast<int>(w)));
 }
 
 TensorDescriptor::~TensorDescriptor() { cudnnDestroyTensorDescriptor(desc_); }
 
-FilterDescriptor::FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw) {
+FilterDescriptor::FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw, bool channels_last) {
   LOOM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_));
-  LOOM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), CUDNN_TENSOR_NCHW,
+  LOOM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), cudnn_format(channels_last),
                                               static_cast<int>(o), static_cast<int>(c),
                                               static_cast<int>(kh), static_cast<int>(kw)));
 }

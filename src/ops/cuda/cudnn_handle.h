@@ -24,10 +24,10 @@ cudnnDataType_t cudnn_dtype(DType dtype);
 const void* cudnn_one(DType dtype);
 const void* cudnn_zero(DType dtype);
 
-// A fully packed NCHW tensor descriptor.
+// A fully packed [n, c, h, w] tensor descriptor, stored NCHW or, channels_last, NHWC.
 class TensorDescriptor {
  public:
-  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w);
+  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last = false);
   ~TensorDescriptor();
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
@@ -37,9 +37,10 @@ class TensorDescriptor {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
+// [o, c, kh, kw] filters, stored so or, channels_last, [o, kh, kw, c].
 class FilterDescriptor {
  public:
-  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw);
+  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw, bool channels_last = false);
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;

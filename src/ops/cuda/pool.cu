@@ -6,10 +6,14 @@
 // once and needs no zero fill. Other backward passes gather, one thread per input pixel, from
 // the outputs whose window holds it. Neither uses atomics, so results are deterministic. Index
 // arithmetic runs in 32 bits when the tensors allow it: the integer work otherwise dominates
-// these memory-bound kernels.
+// these memory-bound kernels. Channels-last tensors (NHWC) take the same kernels with each
+// plane's pixels read `channels` elements apart: neighbouring threads then read neighbouring
+// channels.
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "loom/ops/cuda/channels_last.cuh"
 #include "loom/ops/pool_backend.h"
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/cuda/runtime.h"
@@ -30,53 +34,84 @@ bool fits_int32(int64_t n) {
   return n + 2 * 65535LL * 32 * kThreads < std::numeric_limits<int32_t>::max();
 }
 
-template <typename I, typename T, typename W>
+// Element k of an [N, C, size_y, size_x] tensor, NCHW or (kChannelsLast) NHWC: its pixel
+// (y, x) and the plane it belongs to, whose pixel 0 plane_origin() finds in a tensor of the same
+// N and C with `plane` pixels a plane, its pixels step() elements apart.
+template <bool kChannelsLast, typename I>
+struct PoolIndex {
+  I y, x, image, c;  // NCHW: image counts planes (n * C + c) and c is unused
+  __device__ PoolIndex(I k, I size_y, I size_x, I channels) {
+    I pixels = k;
+    c = 0;
+    if (kChannelsLast) c = k % channels, pixels = k / channels;
+    const I row = pixels / size_x;
+    x = pixels - row * size_x;
+    image = row / size_y;
+    y = row - image * size_y;
+  }
+  __device__ I plane_origin(I plane, I channels) const {
+    return kChannelsLast ? image * plane * channels + c : image * plane;
+  }
+};
+
+// The plane of `data` starting at `origin`: a pointer (NCHW) or a StridedPlane (NHWC).
+template <bool kChannelsLast, typename T, typename I>
+__device__ auto plane_at(T* data, I origin, I channels) {
+  if constexpr (kChannelsLast) {
+    return StridedPlane<T, I>{data + origin, channels};
+  } else {
+    return data + origin;
+  }
+}
+
+template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_kernel(const T* in, PoolGeometry g, T* out, W* offsets, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
   const I in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
-    const I row = k / out_x, p = row / out_y;
+    const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
     T best;
-    offsets[k] =
-        static_cast<W>(max_pool_at(in + p * in_plane, g, row - p * out_y, k - row * out_x, best));
+    offsets[k] = static_cast<W>(
+        max_pool_at(plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g, at.y, at.x, best));
     out[k] = best;
   }
 }
 
-template <typename I, typename T>
+template <bool kCL, typename I, typename T>
 __global__ void avg_pool_kernel(const T* in, PoolGeometry g, bool include_pad, T* out, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_plane = static_cast<I>(g.y.out * g.x.out);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
   const I in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
-    const I p = k / out_plane, cell = k - p * out_plane;
-    const I oy = cell / out_x;
-    out[k] = avg_pool_at(in + p * in_plane, g, include_pad, oy, cell - oy * out_x);
+    const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
+    out[k] = avg_pool_at(plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g, include_pad, at.y,
+                         at.x);
   }
 }
 
-template <typename I, typename T>
+template <bool kCL, typename I, typename T>
 __global__ void avg_pool_backward_kernel(const T* grad, PoolGeometry g, bool include_pad,
                                          T* grad_input, I n) {
-  const I in_x = static_cast<I>(g.x.in), in_plane = static_cast<I>(g.y.in * g.x.in);
+  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in), channels = static_cast<I>(g.channels);
   const I out_plane = static_cast<I>(g.y.out * g.x.out);
   LOOM_GRID_LOOP(I, k, n) {
-    const I p = k / in_plane, cell = k - p * in_plane;
-    const I iy = cell / in_x;
-    grad_input[k] = avg_pool_grad_at(grad + p * out_plane, g, include_pad, iy, cell - iy * in_x);
+    const PoolIndex<kCL, I> at(k, in_y, in_x, channels);
+    grad_input[k] = avg_pool_grad_at(plane_at<kCL>(grad, at.plane_origin(out_plane, channels), channels), g,
+                                     include_pad, at.y, at.x);
   }
 }
 
 // Max pooling with overlapping windows: input pixel k gathers from every output whose saved
 // offset names it. n = number of inputs.
-template <typename I, typename T, typename W>
+template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_gather_kernel(const T* grad, const W* offsets, PoolGeometry g,
                                        T* grad_input, I n) {
-  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in);
+  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in), channels = static_cast<I>(g.channels);
   const I out_plane = static_cast<I>(g.y.out * g.x.out);
   LOOM_GRID_LOOP(I, k, n) {
-    const I row = k / in_x, p = row / in_y;
-    grad_input[k] = max_pool_grad_at(grad + p * out_plane, offsets + p * out_plane, g,
-                                     row - p * in_y, k - row * in_x);
+    const PoolIndex<kCL, I> at(k, in_y, in_x, channels);
+    const I origin = at.plane_origin(out_plane, channels);
+    grad_input[k] = max_pool_grad_at(plane_at<kCL>(grad, origin, channels), plane_at<kCL>(offsets, origin, channels),
+                                     g, at.y, at.x);
   }
 }
 
@@ -93,24 +128,23 @@ __device__ __forceinline__ void cell_of(const PoolAxis& a, I o, I& begin, I& end
 
 // Max pooling without overlapping windows: output k writes every input pixel of its cell, its
 // gradient at the winner and zeros elsewhere. n = number of outputs.
-template <typename I, typename T, typename W>
+template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_cells_backward_kernel(const T* grad, const W* offsets, PoolGeometry g,
                                                T* grad_input, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
   const I in_x = static_cast<I>(g.x.in), in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
-    const I row = k / out_x, p = row / out_y;
-    const I oy = row - p * out_y, ox = k - row * out_x;
-    const I winner = max_pool_corner(g, oy, ox) + max_pool_tap(g, static_cast<I>(offsets[k]));
+    const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
+    const I winner = max_pool_corner(g, at.y, at.x) + max_pool_tap(g, static_cast<I>(offsets[k]));
     const T dy = grad[k];
     I y0, y1, x0, x1;
-    cell_of(g.y, oy, y0, y1);
-    cell_of(g.x, ox, x0, x1);
-    T* plane = grad_input + p * in_plane;
+    cell_of(g.y, at.y, y0, y1);
+    cell_of(g.x, at.x, x0, x1);
+    auto plane = plane_at<kCL>(grad_input, at.plane_origin(in_plane, channels), channels);
     for (I y = y0; y < y1; ++y) {
       for (I x = x0; x < x1; ++x) {
-        const I at = y * in_x + x;
-        plane[at] = at == winner ? dy : T(0);
+        const I pixel = y * in_x + x;
+        plane[pixel] = pixel == winner ? dy : T(0);
       }
     }
   }
@@ -147,10 +181,11 @@ void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
       using W = decltype(offset_type);
       with_index_type(max_pool_index_bound(g), [&](auto index) {
         using I = decltype(index);
-        max_pool_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-            x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), offsets.data_ptr<W>(),
-            static_cast<I>(n));
-        LOOM_CUDA_KERNEL_CHECK();
+        with_channels_last(g.channels_last, [&](auto cl) {
+          max_pool_kernel<decltype(cl)::value, I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+              x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), offsets.data_ptr<W>(), static_cast<I>(n));
+          LOOM_CUDA_KERNEL_CHECK();
+        });
       });
     });
   });
@@ -170,14 +205,16 @@ void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const P
         const scalar_t* dy = grad.data_ptr<scalar_t>();
         const W* off = offsets.data_ptr<W>();
         scalar_t* dx = grad_input.data_ptr<scalar_t>();
-        if (cells) {
-          max_pool_cells_backward_kernel<I>
-              <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
-        } else {
-          max_pool_gather_kernel<I>
-              <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
-        }
-        LOOM_CUDA_KERNEL_CHECK();
+        with_channels_last(g.channels_last, [&](auto cl) {
+          constexpr bool kCL = decltype(cl)::value;
+          if (cells) {
+            max_pool_cells_backward_kernel<kCL, I>
+                <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
+          } else {
+            max_pool_gather_kernel<kCL, I><<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
+          }
+          LOOM_CUDA_KERNEL_CHECK();
+        });
       });
     });
   });
@@ -189,9 +226,11 @@ void cuda_avg_pool2d(const Tensor& x, const PoolGeometry& g, bool include_pad, c
   LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "avg_pool2d", [&] {
     with_index_type(std::max(n, x.numel()), [&](auto index) {
       using I = decltype(index);
-      avg_pool_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-          x.data_ptr<scalar_t>(), g, include_pad, out.data_ptr<scalar_t>(), static_cast<I>(n));
-      LOOM_CUDA_KERNEL_CHECK();
+      with_channels_last(g.channels_last, [&](auto cl) {
+        avg_pool_kernel<decltype(cl)::value, I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+            x.data_ptr<scalar_t>(), g, include_pad, out.data_ptr<scalar_t>(), static_cast<I>(n));
+        LOOM_CUDA_KERNEL_CHECK();
+      });
     });
   });
 }
@@ -203,10 +242,11 @@ void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool in
   LOOM_DISPATCH_FLOATING_AND_BF16(grad.dtype(), "avg_pool2d backward", [&] {
     with_index_type(std::max(n, grad.numel()), [&](auto index) {
       using I = decltype(index);
-      avg_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
-          grad.data_ptr<scalar_t>(), g, include_pad, grad_input.data_ptr<scalar_t>(),
-          static_cast<I>(n));
-      LOOM_CUDA_KERNEL_CHECK();
+      with_channels_last(g.channels_last, [&](auto cl) {
+        avg_pool_backward_kernel<decltype(cl)::value, I><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
+            grad.data_ptr<scalar_t>(), g, include_pad, grad_input.data_ptr<scalar_t>(), static_cast<I>(n));
+        LOOM_CUDA_KERNEL_CHECK();
+      });
     });
   });
 }

@@ -1,7 +1,8 @@
 // CUDA kernels for the core's storage-level work: fill, strided copy with dtype conversion,
-// gradient accumulation and random fills, all on the current stream. Fill and accumulation of
-// contiguous same-shape tensors (the autograd engine's common case) take flat loops without
-// the strided indexer's divisions, with 16-byte accesses for aligned float data.
+// gradient accumulation and random fills, all on the current stream. Fill, and copies and
+// accumulation between same-shape tensors laid out alike (both contiguous or both
+// channels-last: the autograd engine's common case), take flat loops without the strided
+// indexer's divisions, with 16-byte accesses for aligned float data.
 #include <cstdint>
 
 #include "loom/tensor/cuda/check.h"
@@ -37,6 +38,14 @@ template <typename Out, typename In>
 __global__ void copy_kernel(Out* out, StridedIndexer out_ix, const In* in, StridedIndexer in_ix, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     out[out_ix(i)] = static_cast<Out>(in[in_ix(i)]);
+  }
+}
+
+// out[i] = in[i] over n contiguous elements, converting the dtype.
+template <typename Out, typename In>
+__global__ void flat_convert_kernel(Out* out, const In* in, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = static_cast<Out>(in[i]);
   }
 }
 
@@ -84,6 +93,15 @@ struct SetOp {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Whether a and b hold their elements densely in the same order, so that they pair up in memory
+// order from their first elements: both NCHW-contiguous or both channels-last (a tensor that is
+// both, with one channel or one pixel, has the same memory order either way).
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  return a.is_contiguous(MemoryFormat::ChannelsLast) && b.is_contiguous(MemoryFormat::ChannelsLast);
+}
+
 // Runs op over n contiguous elements of out (and in, when not null) on `stream`.
 template <typename T, typename Op>
 void launch_flat(T* out, const T* in, int64_t n, Op op, cudaStream_t stream) {
@@ -111,7 +129,7 @@ void cuda_fill(const Tensor& dst, double value) {
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
   if (n == 0) return;
-  if (dst.is_contiguous()) {
+  if (dst.is_contiguous() || dst.is_contiguous(MemoryFormat::ChannelsLast)) {  // dense: a flat loop
     LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "fill_", [&] {
       launch_flat(dst.data_ptr<scalar_t>(), static_cast<const scalar_t*>(nullptr), n,
                   SetOp<scalar_t>{static_cast<scalar_t>(value)}, stream_of(dst));
@@ -129,9 +147,20 @@ void cuda_fill(const Tensor& dst, double value) {
 void cuda_copy(const Tensor& dst, const Tensor& src) {
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
-  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && src.numel() == n) {
-    LOOM_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(),
-                                    cudaMemcpyDeviceToDevice, stream_of(dst)));
+  if (same_dense_layout(dst, src)) {
+    if (dst.dtype() == src.dtype()) {
+      LOOM_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice,
+                                      stream_of(dst)));
+      return;
+    }
+    LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "copy_", [&] {
+      using out_t = scalar_t;
+      LOOM_DISPATCH_ALL_AND_BF16(src.dtype(), "copy_", [&] {
+        flat_convert_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(
+            static_cast<out_t*>(dst.raw_data()), static_cast<const scalar_t*>(src.raw_data()), n);
+        LOOM_CUDA_KERNEL_CHECK();
+      });
+    });
     return;
   }
   const StridedIndexer out_ix = make_indexer(dst, dst.shape(), "copy_");
@@ -150,7 +179,7 @@ void cuda_accumulate(const Tensor& dst, const Tensor& src) {
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
   if (n == 0) return;
-  if (dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.is_contiguous() && src.is_contiguous()) {
+  if (dst.dtype() == src.dtype() && same_dense_layout(dst, src)) {
     LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "accumulate", [&] {
       launch_flat(dst.data_ptr<scalar_t>(), src.data_ptr<scalar_t>(), n, AddOp{}, stream_of(dst));
     });
