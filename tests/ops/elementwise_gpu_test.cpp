@@ -94,6 +94,27 @@ TEST(ElementwiseGpu, LargeTensorsMatchTheCpu) {
       {a, b}, kBFloat16, bf16_tolerance("sigmoid"));
 }
 
+// Dense operands whose size is a multiple of 8 take the 16-byte kernel (8 bfloat16, 4 float or
+// 2 double a thread); views one element in (misaligned) and odd sizes take the scalar one. Both
+// must give the CPU's values, gradients included.
+TEST(ElementwiseGpu, VectorisedAndScalarKernelsMatchTheCpu) {
+  LOOM_REQUIRE_CUDA();
+  const Tensor a = random_leaf({8193}, 3), b = random_leaf({8193}, 4);
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
+    const Tolerance tol = dtype == kBFloat16 ? bf16_tolerance("mul") : tolerance(dtype);
+    for (int64_t start : {0, 1}) {
+      for (int64_t length : {8192, 8191}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " from " + std::to_string(start) + ", " +
+                     std::to_string(length) + " elements");
+        expect_parity([start, length](const std::vector<Tensor>& in) {
+          const Tensor x = in[0].narrow(0, start, length), y = in[1].narrow(0, start, length);
+          return relu(x * y) + x;
+        }, {a, b}, dtype, tol);
+      }
+    }
+  }
+}
+
 TEST(ElementwiseGpu, ComparisonsAndWhereMatchTheCpuOnEveryDtype) {
   LOOM_REQUIRE_CUDA();
   Generator gen(3);
