@@ -58,6 +58,9 @@ struct TrainArgs {
   bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
   // fp32 | tf32 | bf16 (train/precision.h): bf16 trains with mixed precision on CUDA.
   std::string precision = "tf32";
+  // Feed the images channels-last (train::FitOptions::channels_last): faster convolutions on
+  // CUDA for classic_cnn and resnet18, not for seed_cnn.
+  bool channels_last = false;
   std::string checkpoint;      // empty: <out>.ckpt
   int64_t checkpoint_every_steps = 0;
   std::string metrics;         // empty: <out>.metrics.csv (and .jsonl beside it)

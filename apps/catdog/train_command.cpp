@@ -262,6 +262,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.group = rank.group;
   fit.capture = pipeline == nullptr && capture_steps(args, rank);
   fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
+  fit.channels_last = args.channels_last;
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -362,7 +363,7 @@ int run_train(const TrainArgs& args) {
                       ? ", steps in a CUDA graph"
                       : "")
               << (plan.device.is_cuda() && args.precision != "tf32" ? ", precision " + args.precision : "")
-              << "\n";
+              << (args.channels_last ? ", channels-last" : "") << "\n";
   }
 
   // The first CUDA step's one-time library work while the photographs decode: on the H200 the

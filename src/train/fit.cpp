@@ -156,6 +156,11 @@ Sums epoch_sums(const TrainContext& ctx) {
   return {all[0], all[1], all[2]};
 }
 
+// The images as the model is fed them: channels-last when asked and they are 4-D.
+Tensor model_input(const Tensor& images, bool channels_last) {
+  return channels_last && images.dim() == 4 ? images.contiguous(MemoryFormat::ChannelsLast) : images;
+}
+
 // The next batch; on N ranks none past the steps the ranks agreed on.
 std::optional<data::Batch> next_batch(const TrainContext& ctx, data::DataLoader& loader) {
   if (ctx.group != nullptr && ctx.step_in_epoch >= ctx.steps_per_epoch) return std::nullopt;
@@ -244,8 +249,9 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     bool step_pending = false;  // gradients accumulated that no optimizer step has used yet
     while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
       Tensor outputs, loss;
+      const Tensor images = model_input(batch->images, options.channels_last);
       if (captured) {
-        CapturedStep::Result r = captured->run(batch->images, batch->labels);
+        CapturedStep::Result r = captured->run(images, batch->labels);
         outputs = r.outputs;
         loss = r.loss;
       } else {
@@ -262,11 +268,11 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
           if (ddp != nullptr && !steps_now) local_only.emplace(*ddp);
           if (pipeline != nullptr) {
             const LossFn scaled = [&](const Tensor& out, const Tensor& labels) { return loss_fn(out, labels) * share; };
-            dist::PipelineStepResult r = pipeline->train_step(batch->images, batch->labels, size == 1 ? loss_fn : scaled);
+            dist::PipelineStepResult r = pipeline->train_step(images, batch->labels, size == 1 ? loss_fn : scaled);
             outputs = r.outputs;
             loss = size == 1 ? r.loss : r.loss * static_cast<double>(size);
           } else {
-            outputs = forward(model, batch->images, options.autocast);
+            outputs = forward(model, images, options.autocast);
             loss = loss_fn(outputs, batch->labels);
             (size == 1 ? loss : loss * share).backward();
           }
@@ -313,7 +319,7 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     if (val_loader != nullptr) {
       const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
                                       [&bar](int64_t done, int64_t total) { bar.validating(done, total); },
-                                      options.autocast);
+                                      options.autocast, options.channels_last);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
       for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;
@@ -376,7 +382,8 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 
 EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
                     dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics,
-                    const std::function<void(int64_t done, int64_t total)>& progress, bool autocast) {
+                    const std::function<void(int64_t done, int64_t total)>& progress, bool autocast,
+                    bool channels_last) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
@@ -386,7 +393,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   int64_t batches = 0;
   loader.start_epoch(0);
   while (std::optional<data::Batch> batch = loader.next()) {
-    const Tensor outputs = forward(model, batch->images, autocast);
+    const Tensor outputs = forward(model, model_input(batch->images, channels_last), autocast);
     const int64_t n = batch->labels.numel();
     loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
     correct = correct + count_correct(outputs, batch->labels);

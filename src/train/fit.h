@@ -67,6 +67,11 @@ struct FitOptions {
   // under loom::Autocast, its outputs widened to float32 for the loss and the metrics; the
   // optimizer updates float32 parameters. Ignored on the CPU. Not with a PipelineParallel model.
   bool autocast = false;
+  // Feed every 4-D batch of images to the model channels-last (MemoryFormat::ChannelsLast), in
+  // training and validation: on CUDA, convolutions, batch norm, pooling and activations then
+  // run NHWC throughout, which pays for convolution-heavy models (resnet18, classic_cnn: see
+  // docs/benchmarks.md). The values are the same; on the CPU it only costs a copy a batch.
+  bool channels_last = false;
 
   // Metrics besides loss and accuracy: each one's value on the training batches of an epoch
   // (History key name()) and on the validation data ("val_" + name()), over all ranks. A run
@@ -108,11 +113,12 @@ struct EvalResult {
 // confusion matrix) are summed over the ranks: every rank gets the result for the whole data.
 // Each of `metrics` is reset, fed every batch and read into EvalResult::metrics. `progress`, when
 // given, is called after each batch with the batches done and the loader's count.
-// `autocast`: the forward passes in bf16 mixed precision (train::forward).
+// `autocast`: the forward passes in bf16 mixed precision (train::forward); `channels_last`: the
+// images fed channels-last (FitOptions::channels_last).
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
                     dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
                     const std::function<void(int64_t done, int64_t total)>& progress = {},
-                    bool autocast = false);
+                    bool autocast = false, bool channels_last = false);
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);

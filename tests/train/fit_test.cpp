@@ -109,6 +109,43 @@ TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
   fs::remove_all(dir);
 }
 
+// Counts the layouts of the batches it is fed, then runs `inner`.
+class LayoutProbe : public nn::Module {
+ public:
+  explicit LayoutProbe(std::shared_ptr<nn::Module> inner) { inner_ = register_module("inner", std::move(inner)); }
+  Tensor forward(const Tensor& x) override {
+    ++(x.suggest_memory_format() == MemoryFormat::ChannelsLast ? channels_last : nchw);
+    return inner_->forward(x);
+  }
+  std::string type_name() const override { return "LayoutProbe"; }
+  int channels_last = 0, nchw = 0;
+
+ private:
+  std::shared_ptr<nn::Module> inner_;
+};
+
+// FitOptions::channels_last feeds every training and validation batch NHWC, and (the CPU's ops
+// reading it back as NCHW) trains exactly as NCHW batches do.
+TEST(Fit, ChannelsLastFeedsNhwcBatchesAndTrainsAlike) {
+  testing::HalvesDataset train_set(32, 1), val_set(16, 2);
+  std::vector<train::History> histories;
+  for (bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "channels-last" : "NCHW");
+    LayoutProbe model(testing::tiny_model(3, 8, /*dropout=*/false));
+    optim::Adam optimizer(model.parameters(), optim::GroupOptions().with_lr(1e-2));
+    data::DataLoader train_loader(train_set, testing::loader_options(8, true));
+    data::DataLoader val_loader(val_set, testing::loader_options(8, false));
+    train::FitOptions fit;
+    fit.epochs = 2;
+    fit.channels_last = channels_last;
+    histories.push_back(train::fit(model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit));
+    const int batches = 2 * (4 + 2);  // two epochs of 4 training and 2 validation batches
+    EXPECT_EQ(model.channels_last, channels_last ? batches : 0);
+    EXPECT_EQ(model.nchw, channels_last ? 0 : batches);
+  }
+  EXPECT_EQ(histories[1].epochs, histories[0].epochs);
+}
+
 TEST(Fit, TerminalProgressRedrawsOneLine) {
   testing::HalvesDataset train_set(16, 1);
   auto model = testing::tiny_model(2);
