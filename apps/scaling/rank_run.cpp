@@ -23,12 +23,16 @@ double ms_since(Clock::time_point start) {
 }
 
 // The step's input: the same random tensors every step (synthetic: no loader cost at all), or
-// the next batch of a rank's shard of the photographs, epoch after epoch.
+// the next batch of a rank's shard of the photographs, epoch after epoch; channels-last
+// (--channels-last) or NCHW.
 class Batches {
  public:
-  Batches(const ImageSource& source, int64_t batch, Device device, int workers, data::Shard shard) {
+  Batches(const ImageSource& source, int64_t batch, Device device, int workers, data::Shard shard,
+          bool channels_last)
+      : format_(channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous) {
     if (!source.set) {
-      images_ = rand({batch, 3, 64, 64}, device);  // each rank its own (the generator is the rank's)
+      // Each rank its own (the generator is the rank's).
+      images_ = rand({batch, 3, 64, 64}, device).contiguous(format_);
       labels_ = randint(0, 2, {batch, 1}, TensorOptions(kFloat32).device(device));
       return;
     }
@@ -59,12 +63,13 @@ class Batches {
       b = loader_->next();
     }
     const double waited = ms_since(start);
-    images = b->images;
+    images = b->images.contiguous(format_);
     labels = b->labels.to(kFloat32).reshape({b->labels.numel(), 1});
     return waited;
   }
 
  private:
+  MemoryFormat format_;
   Tensor images_, labels_;
   std::unique_ptr<data::DataLoader> loader_;
   int64_t epoch_ = 0;
@@ -205,7 +210,8 @@ class Trainee {
     }
     adam_ = std::make_unique<optim::Adam>(trained().parameters(), optim::GroupOptions().with_lr(1e-3));
     batches_ = std::make_unique<Batches>(source, batch, device, c.workers,
-                                         group ? data::Shard{group->rank(), group->size()} : data::Shard{});
+                                         group ? data::Shard{group->rank(), group->size()} : data::Shard{},
+                                         c.channels_last);
   }
 
   nn::Module& trained() {

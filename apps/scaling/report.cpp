@@ -180,7 +180,8 @@ std::string report_text(const Report& report) {
     if (line.find_first_not_of(" \t") != std::string::npos) out << "#   " << line << "\n";
   }
   out << "# model " << c.model << " (" << report.parameters << " parameters), precision "
-      << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision) << ", "
+      << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision)
+      << (c.channels_last ? ", channels-last" : "") << ", "
       << (c.data == "synthetic" ? "synthetic 64x64 images" : "photographs from " + c.data + " (64x64, torchvision augmentation)")
       << ", " << (c.strong ? "strong" : "weak") << " scaling, "
       << (c.strong ? "the global batch of the largest world split over the ranks"
@@ -264,6 +265,7 @@ std::string report_json(const Report& report) {
   j["placement"] = placement_name(c.placement);
   j["launch"] = c.launch;
   j["precision"] = c.precision;
+  j["channels_last"] = c.channels_last;
   j["scaling"] = c.strong ? "strong" : "weak";
   j["data"] = c.data;
   j["batch_per_rank"] = c.batch_per_rank;

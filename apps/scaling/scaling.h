@@ -35,6 +35,7 @@ struct Config {
   // as many steps as the plain model took, all ranks alike.
   double warmup_seconds = 2.0;
   std::string precision = "tf32";    // fp32 or tf32 (cuDNN convolutions)
+  bool channels_last = false;        // the images fed channels-last (NHWC), as loom-catdog's --channels-last
   std::string data = "synthetic";    // or a folder of photographs (train/ and val/, or class folders)
   int workers = 2;                   // loader threads per rank with a folder
   std::string launch = "threads";    // threads: dist::spawn; processes: process_launch.h

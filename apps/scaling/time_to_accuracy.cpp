@@ -68,6 +68,7 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     t.epochs = a.epochs;
     t.batch_size = c.batch_per_rank;
     t.workers = c.workers;
+    t.channels_last = c.channels_last;
     t.limit = a.limit;
     t.scale_lr = "linear";
     t.warmup_epochs = a.warmup_epochs;

@@ -59,6 +59,22 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
   EXPECT_EQ(csv.rfind("kind,world_size,ran,", 0), 0u);
 }
 
+// --channels-last feeds every rank's batch NHWC: the rows run, the ranks stay identical, and the
+// report says which layout it measured.
+TEST(Scaling, ChannelsLastRowsRunAndSayTheirLayout) {
+  scaling::Config c = small_cpu_run();
+  c.channels_last = true;
+  const scaling::Report report = scaling::run(c);
+  ASSERT_EQ(report.rows.size(), 2u);
+  for (const scaling::Row& r : report.rows) {
+    EXPECT_TRUE(r.ran);
+    EXPECT_EQ(r.differing_ranks, 0);
+  }
+  EXPECT_NE(scaling::report_text(report).find("precision fp32 (the CPU path), channels-last"), std::string::npos)
+      << scaling::report_text(report);
+  EXPECT_EQ(nlohmann::json::parse(scaling::report_json(report)).at("channels_last"), true);
+}
+
 TEST(Scaling, TheParameterHashSeesRanksThatDiffer) {
   std::vector<int> counts(3, -1), same(3, -1);
   dist::spawn(3, kCPU, [&](dist::ProcessGroup& g) {
