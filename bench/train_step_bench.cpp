@@ -3,13 +3,16 @@
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
 //                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--precision fp32|tf32|bf16]
-//                    [--channels-last] [--json]
+//                    [--channels-last] [--profile-steps N] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
 // (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
 // (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
 // so all see the same clocks, and each row gives its time against the plain model's.
 // --precision (train/precision.h; default tf32) applies to every variant; other than tf32 it is
 // appended to the variants' names ("graph_bf16": bf16 autocast in a captured step).
+// --profile-steps N runs N more steps of each variant after the timing, bracketed for a profiler
+// started with its capture off (ncu --profile-from-start off): the profile then holds warm steps
+// only, and cuDNN's timed algorithm search (--conv-benchmark) ran unprofiled, undistorted.
 // Output follows nccl-tests: '#' lines give the setup, then one row per configuration.
 #include <loom/loom.h>
 
@@ -135,7 +138,7 @@ int main(int argc, char** argv) {
   CLI::App app{"loom training-step benchmark"};
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
-  int warmup = 20, iters = 100;
+  int warmup = 20, iters = 100, profile_steps = 0;
   bool json = false, ddp = false, graph = false, conv_benchmark = false, channels_last = false;
   std::string precision_name = "tf32";
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
@@ -153,12 +156,15 @@ int main(int argc, char** argv) {
   app.add_flag("--channels-last", channels_last,
                "feed the batch channels-last (NHWC): convolutions, batch norm, pooling and activations "
                "then run channels-last on CUDA; appends _cl to the variants' names");
+  app.add_option("--profile-steps", profile_steps, "then N steps of each variant for a profiler (CUDA)")
+      ->check(CLI::Range(0, 1000));
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
   try {
     const loom::Device device(device_name);
     LOOM_CHECK(!graph || device.is_cuda(), "--graph needs --device cuda (CUDA graphs)");
+    LOOM_CHECK(profile_steps == 0 || device.is_cuda(), "--profile-steps needs --device cuda");
     loom::set_conv_benchmark(conv_benchmark);
     const loom::train::Precision precision = *loom::train::precision_from_name(precision_name);
     loom::train::use_precision(precision);
@@ -189,6 +195,15 @@ int main(int argc, char** argv) {
         const auto block = time_steps([&] { trainees[t].step(images, labels); }, n, device);
         ms[t].insert(ms[t].end(), block.begin(), block.end());
       }
+    }
+    if (profile_steps > 0) {
+      loom::cuda::synchronize(device.index);
+      loom::cuda::profiler_start();
+      for (Trainee& t : trainees) {
+        for (int i = 0; i < profile_steps; ++i) t.step(images, labels);
+      }
+      loom::cuda::synchronize(device.index);
+      loom::cuda::profiler_stop();
     }
     if (!json) {
       std::printf("# loom train_step_bench: forward + BCE-with-logits + backward + Adam, random inputs\n");

@@ -91,6 +91,9 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--cudnn-benchmark", action="store_true",
                    help="torch.backends.cudnn.benchmark = True (algorithms chosen by timing), for every mode")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="then N more steps of each mode inside torch.cuda.profiler.start()/stop(), for a "
+                        "profiler started with its capture off (ncu --profile-from-start off)")
     p.add_argument("--ddp", action="store_true", help="eager only: also time the model inside "
                    "DistributedDataParallel (one rank); rows 'plain' and 'ddp'")
     args = p.parse_args()
@@ -187,6 +190,14 @@ def main():
             times[name] += ms
             loss_after[name] = loss
     loss_after = {name: loss.item() for name, loss in loss_after.items()}
+    if args.profile_steps and dev.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        for name, step in runs:
+            for _ in range(args.profile_steps):
+                step()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
     for name, _ in runs:
         before, after = loss_before[name], loss_after[name]
         row = {"framework": "pytorch " + torch.__version__, "model": args.model, "batch": args.batch,

@@ -24,16 +24,23 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum)
   reset_own_parameters(Init::PyTorch, nullptr);
 }
 
-Tensor BatchNorm2d::forward(const Tensor& x) {
+Tensor BatchNorm2d::forward(const Tensor& x) { return forward_impl(x, /*relu=*/false); }
+
+Tensor BatchNorm2d::forward_relu(const Tensor& x) { return forward_impl(x, /*relu=*/true); }
+
+Tensor BatchNorm2d::forward_impl(const Tensor& x, bool relu) {
   LOOM_CHECK(x.dim() == 4 && x.size(1) == num_features_, "BatchNorm2d(", num_features_,
              "): expected input [N, ", num_features_, ", H, W], got ", shape_str(x.shape()));
   if (is_training()) {
-    // The counter is int64 (PyTorch's layout); the arithmetic ops are floating-point only, so
-    // count in float64 on the device, exact far beyond any run, without a host sync.
+    // On the device, without a host sync (a captured step replays it): one int64 add.
     NoGradGuard no_grad;
-    num_batches_tracked.copy_(add(num_batches_tracked.to(kFloat64), 1.0));
+    if (!one_.defined() || one_.device() != num_batches_tracked.device()) {
+      one_ = ones({}, TensorOptions(kInt64).device(num_batches_tracked.device()));
+    }
+    num_batches_tracked.add_(one_);
   }
-  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+  const auto op = relu ? batch_norm_relu : batch_norm;
+  return op(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
 }
 
 void BatchNorm2d::reset_own_parameters(Init, Generator*) {

@@ -18,6 +18,9 @@ class BatchNorm2d : public Module {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
 
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) as one op (loom::batch_norm_relu); Sequential runs a BatchNorm2d and the
+  // ReLU after it so.
+  Tensor forward_relu(const Tensor& x);
 
   std::string type_name() const override { return "BatchNorm2d"; }
   std::string config_json() const override;
@@ -40,9 +43,12 @@ class BatchNorm2d : public Module {
   void reset_own_parameters(Init scheme, Generator* gen) override;
 
  private:
+  Tensor forward_impl(const Tensor& x, bool relu);
+
   int64_t num_features_;
   double eps_;
   double momentum_;
+  Tensor one_;  // int64 1 on the buffers' device: num_batches_tracked's increment
 };
 
 }  // namespace loom::nn

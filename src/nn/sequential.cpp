@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/nn/activation.h"
+#include "loom/nn/batch_norm.h"
 #include "loom/nn/conv.h"
 #include "loom/nn/spec.h"
 
@@ -35,13 +36,17 @@ Tensor Sequential::forward(const Tensor& input) {
   const auto& layers = named_children();
   Tensor x = input;
   for (size_t i = 0; i < layers.size(); ++i) {
-    // A Conv2d and the ReLU after it run as one op: the bias and the relu in one pass. Only
-    // loom's own two types: a subclass may have a forward of its own.
+    // A Conv2d or a BatchNorm2d and the ReLU after it run as one op: the relu in the same pass.
+    // Only loom's own types: a subclass may have a forward of its own.
     Module& layer = *layers[i].second;
-    if (typeid(layer) == typeid(Conv2d) && i + 1 < layers.size()) {
-      const Module& next = *layers[i + 1].second;
-      if (typeid(next) == typeid(ReLU)) {
+    if (i + 1 < layers.size() && typeid(*layers[i + 1].second) == typeid(ReLU)) {
+      if (typeid(layer) == typeid(Conv2d)) {
         x = static_cast<Conv2d&>(layer).forward_relu(x);
+        ++i;
+        continue;
+      }
+      if (typeid(layer) == typeid(BatchNorm2d)) {
+        x = static_cast<BatchNorm2d&>(layer).forward_relu(x);
         ++i;
         continue;
       }

@@ -1,8 +1,9 @@
-// relu, leaky_relu, sigmoid and tanh: one forward kernel each and a backward helper kernel that
-// reads the saved output (relu, sigmoid, tanh) or input (leaky_relu).
+// relu, add_relu, leaky_relu, sigmoid and tanh: one forward kernel each and a backward helper
+// kernel that reads the saved output (relu, add_relu, sigmoid, tanh) or input (leaky_relu).
 #include "loom/ops/activation.h"
 
 #include "loom/ops/elementwise_backend.h"
+#include "loom/ops/reduction.h"
 #include "loom/tensor/autograd.h"
 
 namespace loom {
@@ -30,6 +31,16 @@ Tensor activation(Op forward_op, Op backward_op, const char* name, const char* b
 // The gradient passes where relu(x) > 0 (0 at x = 0, as in PyTorch).
 Tensor relu(const Tensor& x) {
   return activation(Op::Relu, Op::ReluBackward, "relu", "relu_backward", x, /*save_output=*/true);
+}
+
+Tensor add_relu(const Tensor& a, const Tensor& b) {
+  Tensor out = run_floating(Op::AddRelu, "add_relu", {a, b});
+  return record("add_relu", out, {a, b},
+                [saved = out.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
+                  const Tensor grad = run_floating(Op::ReluBackward, "relu_backward", {g, saved});
+                  auto to = [&](const Shape& s) { return grad.shape() == s ? grad : sum_to(grad, s); };
+                  return {to(sa), to(sb)};
+                });
 }
 
 // The input is saved, not the output: with a negative slope the output's sign says nothing.

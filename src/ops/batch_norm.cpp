@@ -26,11 +26,10 @@ void check_channel_tensor(const Tensor& t, const char* name, const Tensor& x) {
              x.dtype(), " on ", x.device(), ")");
 }
 
-}  // namespace
-
-Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
-                  const Tensor& running_mean, const Tensor& running_var, bool training,
-                  double momentum, double eps) {
+Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
+                       const Tensor& running_mean, const Tensor& running_var, bool training,
+                       double momentum, double eps, bool relu) {
+  const char* name = relu ? "batch_norm_relu" : "batch_norm";
   LOOM_CHECK(x_in.defined(), "batch_norm: input is undefined");
   LOOM_CHECK(x_in.dim() >= 2, "batch_norm: input must be [N, C, ...], got shape ", shape_str(x_in.shape()));
   LOOM_CHECK(is_floating(x_in.dtype()), "batch_norm: input must be floating point, got ", x_in.dtype());
@@ -70,7 +69,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
       } else {
         detail::cuda_batch_norm_eval_stats(running_mean, running_var, eps, mean, invstd);
       }
-      detail::cuda_batch_norm_apply(x, g, mean, invstd, weight, bias, out);
+      detail::cuda_batch_norm_apply(x, g, mean, invstd, weight, bias, relu, out);
     });
   } else {
     if (training) {
@@ -78,27 +77,41 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
     } else {
       detail::cpu_batch_norm_eval_stats(running_mean, running_var, eps, mean, invstd);
     }
-    detail::cpu_batch_norm_apply(x, g, mean, invstd, weight, bias, out);
+    detail::cpu_batch_norm_apply(x, g, mean, invstd, weight, bias, relu, out);
   }
 
   const bool need_input = x_in.requires_grad();
   const bool need_weight = weight_in.defined() && weight_in.requires_grad();
   const bool need_bias = bias_in.defined() && bias_in.requires_grad();
-  return record("batch_norm", out, {x_in, weight_in, bias_in},
-                [x, weight, mean, invstd, g, format, training, need_input, need_weight, need_bias](const Tensor& grad) {
+  return record(name, out, {x_in, weight_in, bias_in},
+                [x, weight, bias, mean, invstd, g, format, training, relu, need_input, need_weight,
+                 need_bias](const Tensor& grad) {
                   const Tensor dy = grad.contiguous(format);
                   const Tensor dx = need_input ? empty(x.shape(), x.options(), format) : Tensor();
                   const Tensor dw = need_weight ? empty({g.c}, mean.options()) : Tensor();
                   const Tensor db = need_bias ? empty({g.c}, mean.options()) : Tensor();
                   if (dy.is_cuda()) {
                     LOOM_CUDA_DISPATCH("batch_norm backward",
-                                       detail::cuda_batch_norm_backward(dy, x, g, mean, invstd, weight,
-                                                                        training, dx, dw, db));
+                                       detail::cuda_batch_norm_backward(dy, x, g, mean, invstd, weight, bias,
+                                                                        relu, training, dx, dw, db));
                   } else {
-                    detail::cpu_batch_norm_backward(dy, x, g, mean, invstd, weight, training, dx, dw, db);
+                    detail::cpu_batch_norm_backward(dy, x, g, mean, invstd, weight, bias, relu, training, dx,
+                                                    dw, db);
                   }
                   return std::vector<Tensor>{dx, dw, db};
                 });
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps, /*relu=*/false);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps, /*relu=*/true);
 }
 
 }  // namespace loom

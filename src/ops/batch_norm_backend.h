@@ -15,13 +15,14 @@ void cpu_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& me
 void cpu_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                const Tensor& mean, const Tensor& invstd);
 void cpu_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                          const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                          const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
                           const Tensor& out);
+// relu: the fused batch_norm_relu (bias, when defined, is needed to recompute relu's mask).
 // Fills whichever of grad_input, grad_weight, grad_bias is defined.
 void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                              const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                             bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                             const Tensor& grad_bias);
+                             const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
+                             const Tensor& grad_weight, const Tensor& grad_bias);
 
 void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& mean,
                            const Tensor& invstd, const Tensor& running_mean,
@@ -29,11 +30,11 @@ void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& m
 void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                 const Tensor& mean, const Tensor& invstd);
 void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
                            const Tensor& out);
 void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                               const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                              bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                              const Tensor& grad_bias);
+                              const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
+                              const Tensor& grad_weight, const Tensor& grad_bias);
 
 }  // namespace loom::detail

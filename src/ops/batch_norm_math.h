@@ -2,7 +2,9 @@
 // (cpu/batch_norm.cpp) and the CUDA kernels (cuda/batch_norm.cu). x is viewed as
 // [n, c, inner]; per-channel tensors (mean, invstd, weight, bias, running stats) have x's dtype,
 // float32 for bfloat16 x (bn_param_t: mixed precision keeps statistics and parameters in
-// float32); sums run in double.
+// float32). Sums and per-channel coefficients run in double; the per-element passes in the
+// parameter type (float for bfloat16 and float32, as PyTorch's kernels), with x - mean taken
+// first so that a large mean does not cancel away the precision.
 #pragma once
 
 #include <cmath>
@@ -57,27 +59,59 @@ LOOM_HOST_DEVICE void bn_finish_stats(const BnChannels<T>& ch, int64_t c, double
   }
 }
 
+// The normalised value before rounding to T and before any relu, in P (float for bfloat16 and
+// float32 data, double for float64): (x - mean) * (invstd * weight) + bias. The relu's backward
+// recomputes it from x, so both directions must evaluate this one expression.
 template <typename T, typename P>
-LOOM_HOST_DEVICE T bn_apply_at(const BnChannels<P>& ch, int64_t c, T x) {
-  const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
-  const double b = ch.bias ? static_cast<double>(ch.bias[c]) : 0.0;
-  return static_cast<T>((static_cast<double>(x) - ch.mean[c]) * ch.invstd[c] * w + b);
+LOOM_HOST_DEVICE P bn_normalised(const BnChannels<P>& ch, int64_t c, T x) {
+  const P w = ch.weight ? ch.weight[c] : P(1);
+  const P b = ch.bias ? ch.bias[c] : P(0);
+  return (static_cast<P>(x) - ch.mean[c]) * (ch.invstd[c] * w) + b;
 }
 
-// dx from dy, given per channel sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)).
-// Training: dx = w * invstd * (dy - sum_dy / m - xhat * invstd * sum_dy_xmu / m);
-// eval (statistics are constants): dx = w * invstd * dy.
+// y = batch_norm(x), then relu(y) when `relu` (the fused batch_norm_relu): relu as loom::relu
+// does it, on the rounded value (NaN passes).
 template <typename T, typename P>
-LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<P>& ch, int64_t c, T x, T dy, double sum_dy,
-                                    double sum_dy_xmu, double count, bool training) {
-  const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
+LOOM_HOST_DEVICE T bn_apply_at(const BnChannels<P>& ch, int64_t c, T x, bool relu) {
+  const T y = static_cast<T>(bn_normalised(ch, c, x));
+  return relu && y < T(0) ? T(0) : y;
+}
+
+// Whether the fused relu lets the gradient through at x: relu's output > 0, as relu_backward.
+template <typename T, typename P>
+LOOM_HOST_DEVICE bool bn_relu_passes(const BnChannels<P>& ch, int64_t c, T x) {
+  return static_cast<T>(bn_normalised(ch, c, x)) > T(0);
+}
+
+// The input gradient's per-channel coefficients, from sum_dy = sum(dy) and sum_dy_xmu =
+// sum(dy * (x - mean)) over the channel's m elements (dy already masked by a fused relu):
+// training: dx = gain * (dy - mean_dy - (x - mean) * proj), gain = w * invstd,
+//   mean_dy = sum_dy / m, proj = invstd^2 * sum_dy_xmu / m;
+// eval (statistics are constants): dx = gain * dy.
+// Computed once per channel in double, applied per element in P.
+template <typename P>
+struct BnGradCoefficients {
+  P* gain = nullptr;
+  P* mean_dy = nullptr;
+  P* proj = nullptr;
+};
+
+template <typename P>
+LOOM_HOST_DEVICE void bn_finish_grad(const BnChannels<P>& ch, const BnGradCoefficients<P>& k, int64_t c,
+                                     double sum_dy, double sum_dy_xmu, double count) {
   const double invstd = ch.invstd[c];
-  double g = dy;
-  if (training) {
-    const double xhat = (static_cast<double>(x) - ch.mean[c]) * invstd;
-    g -= sum_dy / count + xhat * invstd * sum_dy_xmu / count;
-  }
-  return static_cast<T>(w * invstd * g);
+  const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
+  k.gain[c] = static_cast<P>(w * invstd);
+  k.mean_dy[c] = static_cast<P>(sum_dy / count);
+  k.proj[c] = static_cast<P>(invstd * invstd * sum_dy_xmu / count);
+}
+
+template <typename T, typename P>
+LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<P>& ch, const BnGradCoefficients<P>& k, int64_t c, T x,
+                                    T dy, bool training, bool relu) {
+  const P d = relu && !bn_relu_passes(ch, c, x) ? P(0) : static_cast<P>(dy);
+  if (!training) return static_cast<T>(k.gain[c] * d);
+  return static_cast<T>(k.gain[c] * (d - k.mean_dy[c] - (static_cast<P>(x) - ch.mean[c]) * k.proj[c]));
 }
 
 }  // namespace loom::detail

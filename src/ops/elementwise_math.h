@@ -214,6 +214,16 @@ struct Add {
   LOOM_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
 };
 
+// relu(a + b), relu's rule (NaN passes): a residual block's sum and activation in one pass.
+template <typename T>
+struct AddRelu {
+  using signature = Sig<T, T, T>;
+  LOOM_HOST_DEVICE T operator()(T a, T b) const {
+    const T s = a + b;
+    return s < T(0) ? T(0) : s;
+  }
+};
+
 template <typename T>
 struct Sub {
   using signature = Sig<T, T, T>;
@@ -350,7 +360,7 @@ using MinimumBackward = ExtremumBackward<T, false>;
   X(AddScalar, floating) X(MulScalar, floating) X(DivScalar, floating) X(RDivScalar, floating) \
   X(EqScalar, all) X(LtScalar, all) X(LeScalar, all) X(GtScalar, all) X(GeScalar, all)         \
   /* (a, b) */                                                                                \
-  X(Add, floating) X(Sub, floating) X(Mul, floating) X(Div, floating)                        \
+  X(Add, floating) X(AddRelu, floating) X(Sub, floating) X(Mul, floating) X(Div, floating)                        \
   X(Maximum, floating) X(Minimum, floating) X(Pow, floating) X(BceWithLogits, floating)      \
   X(Eq, all) X(Ne, all) X(Lt, all) X(Le, all) X(Gt, all) X(Ge, all)                           \
   /* (cond, a, b) */                                                                          \

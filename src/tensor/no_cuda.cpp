@@ -50,6 +50,8 @@ StreamHandle create_stream(int) { detail::throw_no_cuda("create_stream"); }
 void destroy_stream(int, StreamHandle) { detail::throw_no_cuda("destroy_stream"); }
 void synchronize(int) { detail::throw_no_cuda("synchronize"); }
 void synchronize_stream(StreamHandle) { detail::throw_no_cuda("synchronize_stream"); }
+void profiler_start() { detail::throw_no_cuda("profiler_start"); }
+void profiler_stop() { detail::throw_no_cuda("profiler_stop"); }
 Event::Event(int, bool) : device_(0) { detail::throw_no_cuda("Event"); }
 Event::~Event() = default;
 void Event::record(StreamHandle) { detail::throw_no_cuda("Event::record"); }

@@ -132,6 +132,27 @@ TEST(BatchNorm2dLayer, TrainingUpdatesRunningStatisticsAndEvalUsesThem) {
   EXPECT_LOOM_ERROR(BatchNorm2d(0), "num_features must be positive");
 }
 
+// In a Sequential a BatchNorm2d and the ReLU after it run as one op (batch_norm_relu), with the
+// values, gradients and statistics of the two layers run one after the other.
+TEST(BatchNorm2dLayer, ThenReluRunsFusedInASequentialAndAlike) {
+  Generator gen(17);
+  const Tensor x0 = randn({4, 3, 5, 5}, kFloat32, &gen), upstream = randn({4, 3, 5, 5}, kFloat32, &gen);
+  auto bn = std::make_shared<BatchNorm2d>(3);
+  Sequential model{bn, std::make_shared<ReLU>()};
+  BatchNorm2d alone(3);
+  Tensor x = x0.clone().set_requires_grad(true), xa = x0.clone().set_requires_grad(true);
+  const Tensor y = model.forward(x), ya = relu(alone.forward(xa));
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name(), "batch_norm_relu");
+  EXPECT_TENSOR_NEAR(y, ya, 1e-6, 1e-6);
+  y.backward(upstream);
+  ya.backward(upstream);
+  EXPECT_TENSOR_NEAR(x.grad(), xa.grad(), 1e-6, 1e-5);
+  EXPECT_TENSOR_NEAR(bn->weight.grad(), alone.weight.grad(), 1e-5, 1e-5);
+  EXPECT_TENSOR_NEAR(bn->running_var, alone.running_var, 1e-7, 1e-6);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+}
+
 TEST(DropoutLayer, ScalesInTrainingAndIsIdentityInEval) {
   Dropout drop(0.25);
   manual_seed(3);

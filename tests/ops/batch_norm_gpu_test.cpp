@@ -1,5 +1,5 @@
 // batch_norm on CUDA: CPU/CUDA parity of outputs, gradients and running statistics in
-// training and eval.
+// training and eval; batch_norm_relu against the CPU and against the two ops on the GPU.
 #include "cnn_parity.h"
 
 namespace loom {
@@ -39,6 +39,59 @@ TEST(BatchNormCuda, RunningStatisticsMatchTheCpu) {
   }
   EXPECT_TENSOR_NEAR(rm_gpu.cpu(), rm, 1e-6, 1e-5);
   EXPECT_TENSOR_NEAR(rv_gpu.cpu(), rv, 1e-6, 1e-5);
+}
+
+TEST(BatchNormCuda, FusedReluMatchesTheCpu) {
+  LOOM_REQUIRE_CUDA();
+  // Planes of 100 and 25: the vectorised and the scalar passes.
+  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 3, 5, 5}, Shape{32, 7}}) {
+    Generator gen(shape[1] + 100);
+    const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    SCOPED_TRACE("x " + shape_str(shape));
+    expect_cuda_parity([](const std::vector<Tensor>& in) {
+      return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+    }, {x, w, b});
+    const Tensor rm = randn({shape[1]}, kFloat32, &gen), rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
+    const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
+    expect_cuda_parity([rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
+      const bool gpu = in[0].is_cuda();
+      return batch_norm_relu(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
+    }, {x, w, b});
+  }
+}
+
+// On one device the fused op and relu(batch_norm) evaluate the same expressions and sum in the
+// same order (a masked element adds nothing either way): equal bit for bit, in float32 and
+// bfloat16, NCHW and channels-last, vectorised (64 channels) or not (37).
+TEST(BatchNormCuda, FusedReluEqualsTheTwoOpsBitForBit) {
+  LOOM_REQUIRE_CUDA();
+  for (DType dtype : {kFloat32, kBFloat16}) {
+    for (MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      for (Shape shape : {Shape{4, 64, 12, 12}, Shape{3, 37, 5, 5}}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + (format == MemoryFormat::ChannelsLast ? " NHWC " : " NCHW ") +
+                     shape_str(shape));
+        Generator gen(shape[1] + 7);
+        const Tensor x0 = randn(shape, kFloat32, &gen).to(dtype).cuda().contiguous(format);
+        const Tensor w0 = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen).cuda();
+        const Tensor b0 = randn({shape[1]}, kFloat32, &gen).cuda();
+        const Tensor upstream = randn(shape, kFloat32, &gen).to(dtype).cuda();
+        auto run = [&](bool fused) {
+          Tensor x = x0.clone().contiguous(format).set_requires_grad(true);
+          Tensor w = w0.clone().set_requires_grad(true), b = b0.clone().set_requires_grad(true);
+          const Tensor y = fused ? batch_norm_relu(x, w, b, Tensor(), Tensor(), true)
+                                 : relu(batch_norm(x, w, b, Tensor(), Tensor(), true));
+          y.backward(upstream);
+          return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+        };
+        const auto fused = run(true), composed = run(false);
+        EXPECT_EQ(fused[0].suggest_memory_format(), format);
+        for (size_t i = 0; i < fused.size(); ++i) {
+          EXPECT_EQ(fused[i].cpu().to_vector<double>(), composed[i].cpu().to_vector<double>()) << "result " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // batch_norm on the CPU: training outputs and running statistics over two steps against plain
-// loops, eval mode on running statistics, float64 gradient checks in both modes, errors.
+// loops, eval mode on running statistics, float64 gradient checks in both modes, float32 under
+// a large mean, batch_norm_relu against the two ops, errors.
+#include <algorithm>
 #include <cmath>
 
 #include "testing.h"
@@ -98,6 +100,64 @@ TEST(BatchNorm, GradientsMatchFiniteDifferences) {
   }
 }
 
+// The per-element passes run in float32 for float32 data: x - mean comes first, so a mean 1000
+// times the spread still normalises to float32's precision, not to 1000 ulps of it.
+TEST(BatchNorm, Float32KeepsItsPrecisionUnderALargeMean) {
+  Generator gen(11);
+  const Tensor x64 = add(randn({6, 3, 5, 5}, kFloat64, &gen), 1000.0);
+  const Tensor x = x64.to(kFloat32).to(kFloat64).to(kFloat32);
+  std::vector<double> mean, var;
+  channel_moments(x.to(kFloat64), mean, var);
+  const Tensor w = uniform({3}, 0.5, 1.5, kFloat32, &gen), b = randn({3}, kFloat32, &gen);
+  const Tensor y = batch_norm(x, w, b, Tensor(), Tensor(), true);
+  EXPECT_TENSOR_NEAR(y.to(kFloat64), reference_bn(x.to(kFloat64), mean, var, w, b, 1e-5), 2e-4, 1e-4);
+}
+
+// relu(batch_norm(x)) in one op: the same outputs and the same gradients of x, weight and bias
+// as the two ops, in training and eval, float64 and float32 (the same rules, so equal to
+// rounding), and a float64 gradient check.
+TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
+  for (Shape shape : {Shape{4, 3, 5, 6}, Shape{8, 5}, Shape{2, 16, 3, 3}}) {
+    for (DType dtype : {kFloat64, kFloat32}) {
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dtype) + (training ? " training" : " eval"));
+        Generator gen(shape[1] * 7 + training);
+        const Tensor x0 = randn(shape, dtype, &gen);
+        const Tensor w0 = uniform({shape[1]}, -1.5, 1.5, dtype, &gen), b0 = randn({shape[1]}, dtype, &gen);
+        const Tensor rm = randn({shape[1]}, dtype, &gen), rv = uniform({shape[1]}, 0.5, 2.0, dtype, &gen);
+        const Tensor upstream = randn(shape, dtype, &gen);
+        auto run = [&](bool fused) {
+          Tensor x = x0.clone().set_requires_grad(true), w = w0.clone().set_requires_grad(true);
+          Tensor b = b0.clone().set_requires_grad(true);
+          const Tensor rm_run = rm.clone(), rv_run = rv.clone();
+          const Tensor y = fused ? batch_norm_relu(x, w, b, rm_run, rv_run, training)
+                                 : relu(batch_norm(x, w, b, rm_run, rv_run, training));
+          sum(y * upstream).backward();
+          return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad(), rm_run, rv_run};
+        };
+        const auto fused = run(true), composed = run(false);
+        const double tol = dtype == kFloat64 ? 1e-12 : 1e-5;
+        for (size_t i = 0; i < fused.size(); ++i) {
+          SCOPED_TRACE("result " + std::to_string(i));
+          EXPECT_TENSOR_NEAR(fused[i], composed[i], tol, tol);
+        }
+        const auto y = fused[0].to_vector<double>();
+        EXPECT_GT(std::count(y.begin(), y.end(), 0.0), 0) << "no element was cut by the relu";
+      }
+    }
+  }
+  Tensor x = testing::random_leaf({3, 2, 3, 4}, 4);
+  Tensor w = testing::random_leaf({2}, 5), b = testing::random_leaf({2}, 6);
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) {
+    return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+  }, (std::vector<Tensor>{x, w, b}));
+  Tensor rm = randn({2}, kFloat64), rv = uniform({2}, 0.5, 2.0, kFloat64);
+  const auto eval = [rm, rv](const std::vector<Tensor>& in) {
+    return batch_norm_relu(in[0], in[1], in[2], rm, rv, false);
+  };
+  EXPECT_GRADCHECK(eval, (std::vector<Tensor>{x, w, b}));
+}
+
 TEST(BatchNorm, Errors) {
   Tensor x = randn({4, 3, 2, 2});
   Tensor c3 = ones({3}), c2 = ones({2});
@@ -114,6 +174,7 @@ TEST(BatchNorm, Errors) {
   EXPECT_LOOM_ERROR(batch_norm(x.to(kInt64), Tensor(), Tensor(), Tensor(), Tensor(), true), "floating point");
   Tensor strided = ones({3, 2}).select(1, 0);
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), strided, strided, true), "contiguous");
+  EXPECT_LOOM_ERROR(batch_norm_relu(x, c2, Tensor(), Tensor(), Tensor(), true), "weight has shape [2]");
 }
 
 }  // namespace

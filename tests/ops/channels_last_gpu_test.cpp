@@ -119,6 +119,19 @@ TEST(ChannelsLastCuda, BatchNormMatchesTheCpu) {
   }
 }
 
+TEST(ChannelsLastCuda, FusedBatchNormReluMatchesTheCpu) {
+  LOOM_REQUIRE_CUDA();
+  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 37, 5, 5}, Shape{16, 64, 24, 24}}) {
+    Generator gen(shape[1] + 50);
+    const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    SCOPED_TRACE("x " + shape_str(shape));
+    expect_channels_last_parity([](const std::vector<Tensor>& in) {
+      return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+    }, {x, w, b});
+  }
+}
+
 TEST(ChannelsLastCuda, BatchNormRunningStatisticsMatchTheCpu) {
   LOOM_REQUIRE_CUDA();
   Generator gen(6);

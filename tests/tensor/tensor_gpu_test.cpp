@@ -56,22 +56,26 @@ TEST(CudaTensor, AccumulateMatchesTheCpu) {
   EXPECT_EQ(da.cpu().to_vector<float>(), ca.to_vector<float>());
 }
 
-// Contiguous same-shape tensors take the flat fast paths: float4 accesses when 16-byte aligned
-// (sizes with a tail of 1 to 3), scalar ones at an odd offset, and the other dtypes.
+// Contiguous same-shape tensors take the flat fast paths: 16-byte accesses when aligned (sizes
+// with a tail short of a vector: up to 7 bfloat16, 3 float, 1 double), scalar ones at an odd
+// offset; against the CPU's sums, exactly.
 TEST(CudaTensor, ContiguousAccumulateAndFillMatchALoop) {
   LOOM_REQUIRE_CUDA();
   Generator gen(8);
-  for (int64_t n : {int64_t(1), int64_t(4), int64_t(4099), int64_t(70001)}) {
-    for (int64_t offset : {int64_t(0), int64_t(1)}) {
-      SCOPED_TRACE("n " + std::to_string(n) + " offset " + std::to_string(offset));
-      const Tensor a = randn({n + offset}, kFloat32, &gen), b = randn({n + offset}, kFloat32, &gen);
-      const std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>();
-      Tensor da = a.cuda().narrow(0, offset, n);
-      detail::accumulate(da, b.cuda().narrow(0, offset, n));
-      const std::vector<float> got = da.cpu().to_vector<float>();
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], va[i + offset] + vb[i + offset]) << i;
-      da.fill_(-2.5);
-      for (float v : da.cpu().to_vector<float>()) ASSERT_EQ(v, -2.5f);
+  for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+    for (int64_t n : {int64_t(1), int64_t(4), int64_t(7), int64_t(8), int64_t(4099), int64_t(70001)}) {
+      for (int64_t offset : {int64_t(0), int64_t(1)}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n) + " offset " + std::to_string(offset));
+        const Tensor a = randn({n + offset}, dtype, &gen), b = randn({n + offset}, dtype, &gen);
+        Tensor expected = a.clone().narrow(0, offset, n);
+        detail::accumulate(expected, b.narrow(0, offset, n));
+        Tensor da = a.cuda().narrow(0, offset, n);
+        detail::accumulate(da, b.cuda().narrow(0, offset, n));
+        const std::vector<double> got = da.cpu().to_vector<double>(), want = expected.to_vector<double>();
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
+        da.fill_(-2.5);
+        for (double v : da.cpu().to_vector<double>()) ASSERT_EQ(v, -2.5);
+      }
     }
   }
   Tensor i64 = randint(-1000, 1000, {1001}, TensorOptions(kInt64).device(kCUDA), &gen);

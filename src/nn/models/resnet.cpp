@@ -39,9 +39,8 @@ BasicBlock::BasicBlock(int64_t in_channels, int64_t out_channels, int64_t stride
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor out = relu(bn1_->forward(conv1_->forward(x)));
-  out = bn2_->forward(conv2_->forward(out));
-  return relu(out + (downsample_ ? downsample_->forward(x) : x));
+  const Tensor out = bn1_->forward_relu(conv1_->forward(x));
+  return add_relu(bn2_->forward(conv2_->forward(out)), downsample_ ? downsample_->forward(x) : x);
 }
 
 std::string BasicBlock::config_json() const {

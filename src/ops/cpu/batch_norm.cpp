@@ -69,7 +69,7 @@ void cpu_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running
 }
 
 void cpu_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                          const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                          const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
                           const Tensor& out) {
   LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
     using P = bn_param_t<scalar_t>;
@@ -78,39 +78,42 @@ void cpu_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& me
     ch.weight = ptr_or_null<P>(weight), ch.bias = ptr_or_null<P>(bias);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     scalar_t* yp = out.data_ptr<scalar_t>();
-    for_each_element(g, [&](int64_t i, int64_t c) { yp[i] = bn_apply_at(ch, c, xp[i]); });
+    for_each_element(g, [&](int64_t i, int64_t c) { yp[i] = bn_apply_at(ch, c, xp[i], relu); });
   });
 }
 
 void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                              const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                             bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                             const Tensor& grad_bias) {
+                             const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
+                             const Tensor& grad_weight, const Tensor& grad_bias) {
   LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm backward", [&] {
     using P = bn_param_t<scalar_t>;
     BnChannels<P> ch;
     ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
-    ch.weight = ptr_or_null<P>(weight);
+    ch.weight = ptr_or_null<P>(weight), ch.bias = ptr_or_null<P>(bias);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     const scalar_t* gp = dy.data_ptr<scalar_t>();
     P* dw = ptr_or_null<P>(grad_weight);
     P* db = ptr_or_null<P>(grad_bias);
-    std::vector<double> sum_dy(g.c), sum_dy_xmu(g.c);
+    std::vector<P> coefficients(3 * g.c);
+    const BnGradCoefficients<P> k{coefficients.data(), coefficients.data() + g.c, coefficients.data() + 2 * g.c};
     channel_reduce(
         g,
         [&](int64_t i, double& a, double& b) {
+          const int64_t c = g.channel_of(i);
+          if (relu && !bn_relu_passes(ch, c, xp[i])) return;
           const double d = gp[i];
-          a += d, b += d * (static_cast<double>(xp[i]) - ch.mean[g.channel_of(i)]);
+          a += d, b += d * (static_cast<double>(xp[i]) - ch.mean[c]);
         },
         [&](int64_t c, double a, double b) {
-          sum_dy[c] = a, sum_dy_xmu[c] = b;
+          bn_finish_grad(ch, k, c, a, b, g.count());
           if (dw) dw[c] = static_cast<P>(b * ch.invstd[c]);  // sum(dy * xhat)
           if (db) db[c] = static_cast<P>(a);
         });
     if (!grad_input.defined()) return;
     scalar_t* dx = grad_input.data_ptr<scalar_t>();
     for_each_element(g, [&](int64_t i, int64_t c) {
-      dx[i] = bn_grad_input_at(ch, c, xp[i], gp[i], sum_dy[c], sum_dy_xmu[c], g.count(), training);
+      dx[i] = bn_grad_input_at(ch, k, c, xp[i], gp[i], training, relu);
     });
   });
 }

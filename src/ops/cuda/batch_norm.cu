@@ -14,6 +14,7 @@
 #include "loom/ops/cuda/channels_last.cuh"
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/vector_pack.cuh"
 
 namespace loom::detail {
 
@@ -55,28 +56,32 @@ struct StatsFinish {
   }
 };
 
+// sum(dy) and sum(dy * (x - mean)), dy masked by a fused relu.
 template <typename T, typename P>
 struct GradTerm {
   const T* x;
   const T* dy;
-  const P* mean;
+  BnChannels<P> ch;
+  bool relu;
   __device__ void operator()(int64_t i, int64_t c, double& a, double& b) const {
+    const T xi = x[i];
+    if (relu && !bn_relu_passes(ch, c, xi)) return;
     const double d = dy[i];
-    a += d, b += d * (static_cast<double>(x[i]) - mean[c]);
+    a += d, b += d * (static_cast<double>(xi) - ch.mean[c]);
   }
 };
 
-template <typename T>
+template <typename P>
 struct GradFinish {
-  const T* invstd;
-  double* sum_dy;
-  double* sum_dy_xmu;
-  T* grad_weight;
-  T* grad_bias;
+  BnChannels<P> ch;
+  BnGradCoefficients<P> k;
+  double count;
+  P* grad_weight;
+  P* grad_bias;
   __device__ void operator()(int64_t c, double a, double b) const {
-    sum_dy[c] = a, sum_dy_xmu[c] = b;
-    if (grad_weight) grad_weight[c] = static_cast<T>(b * invstd[c]);  // sum(dy * xhat)
-    if (grad_bias) grad_bias[c] = static_cast<T>(a);
+    bn_finish_grad(ch, k, c, a, b, count);
+    if (grad_weight) grad_weight[c] = static_cast<P>(b * ch.invstd[c]);  // sum(dy * xhat)
+    if (grad_bias) grad_bias[c] = static_cast<P>(a);
   }
 };
 
@@ -95,30 +100,21 @@ __device__ __forceinline__ I channel_at(I i, I inner, I channels) {
 }
 
 template <typename I, typename T, typename P>
-__global__ void apply_kernel(const T* x, BnChannels<P> ch, BnGeometry g, T* out, I n) {
+__global__ void apply_kernel(const T* x, BnChannels<P> ch, BnGeometry g, bool relu, T* out, I n) {
   const I inner = static_cast<I>(g.channel_run()), channels = static_cast<I>(g.c);
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
-    out[i] = bn_apply_at(ch, channel_at(i, inner, channels), x[i]);
+    out[i] = bn_apply_at(ch, channel_at(i, inner, channels), x[i], relu);
   }
 }
 
 template <typename I, typename T, typename P>
-__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGeometry g,
-                                  const double* sum_dy, const double* sum_dy_xmu, bool training, T* dx,
-                                  I n) {
+__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGradCoefficients<P> k,
+                                  BnGeometry g, bool training, bool relu, T* dx, I n) {
   const I inner = static_cast<I>(g.channel_run()), channels = static_cast<I>(g.c);
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
-    const I c = channel_at(i, inner, channels);
-    dx[i] = bn_grad_input_at(ch, c, x[i], dy[i], sum_dy[c], sum_dy_xmu[c], g.count(), training);
+    dx[i] = bn_grad_input_at(ch, k, channel_at(i, inner, channels), x[i], dy[i], training, relu);
   }
 }
-
-// 16 bytes of T (8 bfloat16, 4 float, 2 double): one load or store.
-template <typename T>
-struct alignas(16) Pack16 {
-  static constexpr int kSize = 16 / sizeof(T);
-  T v[kSize];
-};
 
 // The vectorised kernels' condition: 16-byte aligned data whose vectors each lie in one channel
 // (NCHW: planes a multiple of the vector long) or span consecutive channels (NHWC: a channel
@@ -139,7 +135,7 @@ __device__ __forceinline__ I first_channel(I i0, I inner, I channels) {
 }
 
 template <bool kCL, typename I, typename T, typename P>
-__global__ void apply_vec_kernel(const T* x, BnChannels<P> ch, BnGeometry g, T* out, I vectors) {
+__global__ void apply_vec_kernel(const T* x, BnChannels<P> ch, BnGeometry g, bool relu, T* out, I vectors) {
   using Pack = Pack16<T>;
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
   for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors; v += I(gridDim.x) * I(blockDim.x)) {
@@ -147,15 +143,14 @@ __global__ void apply_vec_kernel(const T* x, BnChannels<P> ch, BnGeometry g, T* 
     const Pack in = reinterpret_cast<const Pack*>(x)[v];
     Pack o;
 #pragma unroll
-    for (int k = 0; k < Pack::kSize; ++k) o.v[k] = bn_apply_at(ch, kCL ? c0 + k : c0, in.v[k]);
+    for (int k = 0; k < Pack::kSize; ++k) o.v[k] = bn_apply_at(ch, kCL ? c0 + k : c0, in.v[k], relu);
     reinterpret_cast<Pack*>(out)[v] = o;
   }
 }
 
 template <bool kCL, typename I, typename T, typename P>
-__global__ void grad_input_vec_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGeometry g,
-                                      const double* sum_dy, const double* sum_dy_xmu, bool training, T* dx,
-                                      I vectors) {
+__global__ void grad_input_vec_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGradCoefficients<P> k,
+                                      BnGeometry g, bool training, bool relu, T* dx, I vectors) {
   using Pack = Pack16<T>;
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
   for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors; v += I(gridDim.x) * I(blockDim.x)) {
@@ -163,9 +158,8 @@ __global__ void grad_input_vec_kernel(const T* x, const T* dy, BnChannels<P> ch,
     const Pack xs = reinterpret_cast<const Pack*>(x)[v], dys = reinterpret_cast<const Pack*>(dy)[v];
     Pack o;
 #pragma unroll
-    for (int k = 0; k < Pack::kSize; ++k) {
-      const I c = kCL ? c0 + k : c0;
-      o.v[k] = bn_grad_input_at(ch, c, xs.v[k], dys.v[k], sum_dy[c], sum_dy_xmu[c], g.count(), training);
+    for (int j = 0; j < Pack::kSize; ++j) {
+      o.v[j] = bn_grad_input_at(ch, k, kCL ? c0 + j : c0, xs.v[j], dys.v[j], training, relu);
     }
     reinterpret_cast<Pack*>(dx)[v] = o;
   }
@@ -202,7 +196,7 @@ void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& runnin
 }
 
 void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
                            const Tensor& out) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = x.numel();
@@ -216,18 +210,16 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
     if (vectorisable<scalar_t>(g, {xd, od}) && fits_int32(n)) {
       const int32_t vectors = static_cast<int32_t>(n / Pack16<scalar_t>::kSize);
       with_channels_last(g.channels_last, [&](auto cl) {
-        apply_vec_kernel<decltype(cl)::value><<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(xd, ch, g, od,
-                                                                                                  vectors);
+        apply_vec_kernel<decltype(cl)::value><<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu,
+                                                                                                  od, vectors);
         LOOM_CUDA_KERNEL_CHECK();
       });
       return;
     }
     if (fits_int32(n)) {
-      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
-                                                                  out.data_ptr<scalar_t>(), static_cast<int32_t>(n));
+      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od, static_cast<int32_t>(n));
     } else {
-      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(x.data_ptr<scalar_t>(), ch, g,
-                                                                  out.data_ptr<scalar_t>(), n);
+      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od, n);
     }
     LOOM_CUDA_KERNEL_CHECK();
   });
@@ -235,39 +227,37 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
 
 void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                               const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                              bool training, const Tensor& grad_input, const Tensor& grad_weight,
-                              const Tensor& grad_bias) {
+                              const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
+                              const Tensor& grad_weight, const Tensor& grad_bias) {
   cuda::DeviceGuard guard(x.device().index);
-  // Per-channel sums for the input gradient, from the caching allocator.
-  const Tensor sums = empty({2, g.c}, TensorOptions(kFloat64).device(x.device()));
-  double* sum_dy = sums.data_ptr<double>();
-  double* sum_dy_xmu = sum_dy + g.c;
+  // The input gradient's per-channel coefficients, from the caching allocator.
+  const Tensor coefficients = empty({3, g.c}, mean.options());
   const int64_t n = x.numel();
   LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm backward", [&] {
     using P = bn_param_t<scalar_t>;
     BnChannels<P> ch;
     ch.mean = mean.data_ptr<P>(), ch.invstd = invstd.data_ptr<P>();
-    ch.weight = ptr_or_null<P>(weight);
-    const GradTerm<scalar_t, P> term{x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch.mean};
-    const GradFinish<P> finish{ch.invstd, sum_dy, sum_dy_xmu, ptr_or_null<P>(grad_weight),
-                               ptr_or_null<P>(grad_bias)};
+    ch.weight = ptr_or_null<P>(weight), ch.bias = ptr_or_null<P>(bias);
+    P* kp = coefficients.data_ptr<P>();
+    const BnGradCoefficients<P> k{kp, kp + g.c, kp + 2 * g.c};
+    const scalar_t *xd = x.data_ptr<scalar_t>(), *dyd = dy.data_ptr<scalar_t>();
+    const GradTerm<scalar_t, P> term{xd, dyd, ch, relu};
+    const GradFinish<P> finish{ch, k, g.count(), ptr_or_null<P>(grad_weight), ptr_or_null<P>(grad_bias)};
     channel_reduce(layout(g), term, finish, x.device().index, stream_of(x));
     if (!grad_input.defined()) return;
-    const scalar_t *xd = x.data_ptr<scalar_t>(), *dyd = dy.data_ptr<scalar_t>();
     scalar_t* dxd = grad_input.data_ptr<scalar_t>();
     if (vectorisable<scalar_t>(g, {xd, dyd, dxd}) && fits_int32(n)) {
       const int32_t vectors = static_cast<int32_t>(n / Pack16<scalar_t>::kSize);
       with_channels_last(g.channels_last, [&](auto cl) {
         grad_input_vec_kernel<decltype(cl)::value><<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(
-            xd, dyd, ch, g, sum_dy, sum_dy_xmu, training, dxd, vectors);
+            xd, dyd, ch, k, g, training, relu, dxd, vectors);
         LOOM_CUDA_KERNEL_CHECK();
       });
       return;
     }
     auto launch = [&](auto count) {
-      grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-          x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), ch, g, sum_dy, sum_dy_xmu, training,
-          grad_input.data_ptr<scalar_t>(), count);
+      grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, dyd, ch, k, g, training, relu, dxd,
+                                                                       count);
       LOOM_CUDA_KERNEL_CHECK();
     };
     if (fits_int32(n)) {

@@ -12,6 +12,7 @@
 #include "loom/ops/elementwise_backend.h"
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/vector_pack.cuh"
 
 namespace loom::detail {
 
@@ -44,12 +45,6 @@ __global__ void elementwise_kernel(F f, Out* out, I n, Operands... operands) {
   }
 }
 
-// V elements of T in one aligned load or store.
-template <int V, typename T>
-struct alignas(sizeof(T) * V) Chunk {
-  T v[V];
-};
-
 // Dense operands only: each thread reads V neighbouring elements of every operand at once (16
 // bytes of the widest type: 8 bfloat16, 4 float), which a bfloat16 relu needs to get near the
 // memory's bandwidth; the same functor on the same elements, so the results are the scalar
@@ -70,11 +65,6 @@ template <typename T>
 struct IsDense : std::false_type {};
 template <typename T>
 struct IsDense<DenseOperand<T>> : std::true_type {};
-
-template <typename T>
-bool aligned_to(const T* p, int v) {
-  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * v) == 0;
-}
 
 // Whether indices up to n plus one grid stride (of `blocks` blocks) fit in 32 bits.
 bool fits_int32(int64_t n, int64_t blocks) {

@@ -2,12 +2,13 @@
 // gradient accumulation and random fills, all on the current stream. Fill, and copies and
 // accumulation between same-shape tensors laid out alike (both contiguous or both
 // channels-last: the autograd engine's common case), take flat loops without the strided
-// indexer's divisions, with 16-byte accesses for aligned float data.
+// indexer's divisions, with 16-byte accesses where the data is aligned.
 #include <cstdint>
 
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
+#include "loom/tensor/cuda/vector_pack.cuh"
 #include "loom/tensor/primitives.h"
 #include "loom/tensor/random_bits.h"
 #include "loom/tensor/strided_index.h"
@@ -64,20 +65,23 @@ __global__ void flat_kernel(T* out, const T* in, int64_t n, Op op) {
   }
 }
 
-// flat_kernel on float data whose pointers are 16-byte aligned: four elements per access, the
-// n % 4 tail by the first threads.
-template <typename Op>
-__global__ void flat_float4_kernel(float* out, const float* in, int64_t n, Op op) {
-  const int64_t n4 = n / 4;
+// flat_kernel with 16-byte accesses (Pack16<T>) on aligned data, the n % kSize tail by the first
+// threads: a bfloat16 gradient sum with 2-byte accesses ran at a third of the bandwidth.
+template <typename T, typename Op>
+__global__ void flat_vec_kernel(T* out, const T* in, int64_t n, Op op) {
+  using Pack = Pack16<T>;
+  const int64_t vectors = n / Pack::kSize;
   const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  for (int64_t v = first; v < n4; v += int64_t(gridDim.x) * blockDim.x) {
-    float4 o = reinterpret_cast<float4*>(out)[v];
-    const float4 a = in ? reinterpret_cast<const float4*>(in)[v] : make_float4(0.f, 0.f, 0.f, 0.f);
-    o.x = op(o.x, a.x), o.y = op(o.y, a.y), o.z = op(o.z, a.z), o.w = op(o.w, a.w);
-    reinterpret_cast<float4*>(out)[v] = o;
+  for (int64_t v = first; v < vectors; v += int64_t(gridDim.x) * blockDim.x) {
+    Pack o = reinterpret_cast<Pack*>(out)[v];
+    Pack a{};
+    if (in) a = reinterpret_cast<const Pack*>(in)[v];
+#pragma unroll
+    for (int k = 0; k < Pack::kSize; ++k) o.v[k] = op(o.v[k], a.v[k]);
+    reinterpret_cast<Pack*>(out)[v] = o;
   }
-  const int64_t tail = 4 * n4 + first;
-  if (tail < n) out[tail] = op(out[tail], in ? in[tail] : 0.f);
+  const int64_t tail = Pack::kSize * vectors + first;
+  if (tail < n) out[tail] = op(out[tail], in ? in[tail] : T(0));
 }
 
 struct AddOp {
@@ -105,9 +109,10 @@ bool same_dense_layout(const Tensor& a, const Tensor& b) {
 // Runs op over n contiguous elements of out (and in, when not null) on `stream`.
 template <typename T, typename Op>
 void launch_flat(T* out, const T* in, int64_t n, Op op, cudaStream_t stream) {
-  if constexpr (std::is_same<T, float>::value) {
+  if constexpr (sizeof(T) <= 8 && 16 % sizeof(T) == 0) {
     if (aligned16(out) && (!in || aligned16(in))) {
-      flat_float4_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream>>>(out, in, n, op);
+      flat_vec_kernel<<<blocks_for((n + Pack16<T>::kSize - 1) / Pack16<T>::kSize), kThreads, 0, stream>>>(
+          out, in, n, op);
       LOOM_CUDA_KERNEL_CHECK();
       return;
     }

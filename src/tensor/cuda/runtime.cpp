@@ -2,6 +2,7 @@
 // of the check macros.
 #include "loom/tensor/cuda/runtime.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -109,6 +110,10 @@ void synchronize_stream(StreamHandle stream) {
                       "the host cannot wait for work that only runs when replayed");
   LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
+
+void profiler_start() { LOOM_CUDA_CHECK(cudaProfilerStart()); }
+
+void profiler_stop() { LOOM_CUDA_CHECK(cudaProfilerStop()); }
 
 Event::Event(int device, bool timing) : device_(device) {
   DeviceGuard guard(device);

@@ -27,6 +27,11 @@ void destroy_stream(int device, StreamHandle stream);
 void synchronize(int device);
 void synchronize_stream(StreamHandle stream);
 
+// Brackets what a profiler started with its capture off records (ncu --profile-from-start off):
+// cudaProfilerStart and cudaProfilerStop.
+void profiler_start();
+void profiler_stop();
+
 // A CUDA event: device-side timing (elapsed_ms between two recorded events) and ordering
 // between streams (wait makes a stream wait for the event without blocking the host).
 class Event {
