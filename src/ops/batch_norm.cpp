@@ -1,5 +1,6 @@
-// batch_norm: argument checks, train/eval statistics, device dispatch and the autograd node
-// (which saves the per-channel mean and 1/std, not the normalised output).
+// batch_norm and batch_norm_relu: argument checks, train/eval statistics, device dispatch and
+// the autograd node (which saves the per-channel mean and 1/std, not the normalised output: the
+// fused relu's mask is recomputed from x).
 #include "loom/ops/batch_norm.h"
 
 #include <algorithm>

@@ -3,7 +3,8 @@
 // filled even for 64 channels), elementwise kernels for the rest, all by the shared rules of
 // batch_norm_math.h. Each sum pass fuses both of its terms (sum x and sum x^2; sum dy and
 // sum dy * (x - mean)) into one read of the data. The elementwise passes read and write 16
-// bytes a thread when the layout allows (see vectorisable), NCHW or channels-last alike.
+// bytes a thread when the layout allows (see vectorisable), NCHW or channels-last alike, and
+// apply batch_norm_relu's relu (forward) and its mask, recomputed from x (backward), in place.
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
