@@ -63,7 +63,7 @@ struct Trainee {
 };
 
 Trainee make_trainee(const std::string& variant, const std::string& name, loom::Device device,
-                     dist::GroupPtr group, loom::train::Precision precision) {
+                     dist::GroupPtr group, loom::train::Precision precision, bool channels_last) {
   loom::manual_seed(1);  // the same weights for every variant
   Trainee t;
   t.variant = variant;
@@ -71,6 +71,7 @@ Trainee make_trainee(const std::string& variant, const std::string& name, loom::
   t.autocast = precision == loom::train::Precision::BFloat16;
   t.model = make_model(name);
   t.model->to(device);
+  if (channels_last) t.model->to(loom::MemoryFormat::ChannelsLast);  // weights NHWC, as PyTorch's bench
   t.model->train();
   if (group) t.model = std::make_shared<dist::DistributedDataParallel>(t.model, group);
   t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
@@ -175,14 +176,14 @@ int main(int argc, char** argv) {
     const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
     std::vector<Trainee> trainees;
-    trainees.push_back(make_trainee("plain", model_name, device, nullptr, precision));
+    trainees.push_back(make_trainee("plain", model_name, device, nullptr, precision, channels_last));
     dist::GroupPtr group;
     if (ddp) {
       group = device.is_cuda() ? dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index)
                                : dist::make_threads_groups(1, device)[0];
-      trainees.push_back(make_trainee("ddp", model_name, device, group, precision));
+      trainees.push_back(make_trainee("ddp", model_name, device, group, precision, channels_last));
     }
-    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr, precision));
+    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr, precision, channels_last));
     for (int i = 0; i < warmup; ++i) {
       for (Trainee& t : trainees) t.step(images, labels);
     }

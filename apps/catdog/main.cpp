@@ -102,9 +102,9 @@ int main(int argc, char** argv) {
   train->add_option("--precision", t.precision, "fp32; tf32 (convolutions on TF32 tensor cores); bf16 (mixed "
                     "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))->capture_default_str();
-  train->add_flag("--channels-last", t.channels_last, "feed the images channels-last (NHWC): on CUDA the "
-                  "convolutions, batch norm, pooling and activations then run NHWC (faster for classic_cnn "
-                  "and resnet18)");
+  train->add_flag("--channels-last", t.channels_last, "lay the images and the convolution weights out "
+                  "channels-last (NHWC): on CUDA the convolutions, batch norm, pooling and activations then "
+                  "run NHWC (faster for classic_cnn and resnet18)");
   train->add_flag("--summary", t.summary, "print the model's layers, output shapes and parameter counts "
                   "(as Keras' model.summary()) before training");
   train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");

@@ -253,6 +253,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
+  if (args.channels_last) model->to(MemoryFormat::ChannelsLast);  // the weights NHWC as well
   const std::shared_ptr<dist::PipelineParallel> pipeline = pipeline_model(args, model, rank);
   LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size, (shard + args.batch_size - 1) / args.batch_size,
                            model->parameters());

@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", c.data, "synthetic, or a folder of photographs (train/ and val/, or class folders)")->capture_default_str();
   app.add_option("--workers", c.workers, "loader threads per rank with --data DIR")->check(CLI::Range(0, 64))->capture_default_str();
   app.add_option("--precision", c.precision, "fp32, tf32 (TF32 convolutions) or bf16 (mixed precision: loom::Autocast)")->capture_default_str();
-  app.add_flag("--channels-last", c.channels_last, "feed the images channels-last (NHWC): faster convolutions "
-               "on CUDA for classic_cnn and resnet18 (docs/benchmarks.md)");
+  app.add_flag("--channels-last", c.channels_last, "lay the images and the convolution weights out "
+               "channels-last (NHWC): faster convolutions on CUDA for classic_cnn and resnet18 "
+               "(docs/benchmarks.md)");
   app.add_option("--launch", c.launch, "threads (one process) or processes (one per rank, as torchrun)")
       ->check(CLI::IsMember({"threads", "processes"}))->capture_default_str();
   app.add_option("--scaling", scaling, "weak (batch per rank fixed) or strong (global batch fixed)")

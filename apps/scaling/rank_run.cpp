@@ -194,6 +194,8 @@ class Trainee {
     }
     model_ = model;
     model_->train();
+    // Channels-last weights too, so that no convolution copies its weight to NHWC each step.
+    if (c.channels_last) model_->to(MemoryFormat::ChannelsLast);
     result.parameters = model_->num_parameters(true);
     if (pipeline) {  // the pipeline moves each stage to its device
       dist::PipelineOptions options;

@@ -23,7 +23,16 @@ int64_t padded(int64_t numel, DType dtype) {
 
 bool is_view_of(const Tensor& grad, const Tensor& view) {
   return grad.defined() && grad.storage().data() == view.storage().data() &&
-         grad.offset() == view.offset() && grad.is_contiguous();
+         grad.offset() == view.offset() && grad.strides() == view.strides();
+}
+
+// A tensor's slot in its arena, in the tensor's own layout (NCHW, or channels-last after
+// Module::to), so its gradient can be the slot itself, as PyTorch's gradient-as-bucket-view.
+Tensor slot_view(const Tensor& flat, int64_t offset, const Tensor& t) {
+  const Tensor run = flat.narrow(0, offset, t.numel());
+  if (t.suggest_memory_format() != MemoryFormat::ChannelsLast) return run.view(t.shape());
+  const Shape& s = t.shape();
+  return run.view({s[0], s[2], s[3], s[1]}).permute({0, 3, 1, 2});
 }
 
 struct Arena {
@@ -102,7 +111,7 @@ struct DistributedDataParallel::Reducer {
       Slot slot;
       slot.name = reversed[i].first;
       slot.param = p;
-      slot.view = arenas[arena].flat.narrow(0, offset, p.numel()).view(p.shape());
+      slot.view = slot_view(arenas[arena].flat, offset, p);
       // A new bucket where the arena changes or the current one is full.
       const size_t limit = buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_bytes;
       const bool start = buckets.empty() || buckets.back().arena != arena ||
@@ -147,7 +156,7 @@ struct DistributedDataParallel::Reducer {
     } else if (!is_view_of(grad, slot.view)) {
       // Backward made a new tensor (the gradient was none): it moves into the arena with the
       // bucket's other gradients in one copy, and the arena view becomes the gradient.
-      const Tensor dense = grad.contiguous();
+      const Tensor dense = grad.contiguous(slot.param.suggest_memory_format());
       bucket.copies.push_back({dense.raw_data(), slot.view.raw_data(), dense.nbytes()});
       bucket.incoming.push_back(dense);
     }
@@ -253,7 +262,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr module, GroupPtr 
     NoGradGuard no_grad;
     for (size_t i = 0; i < buffers.size(); ++i) {
       const Tensor& b = buffers[i].second;
-      Tensor slot = r.buffer_arenas[places[i].first].flat.narrow(0, places[i].second, b.numel()).view(b.shape());
+      Tensor slot = slot_view(r.buffer_arenas[places[i].first].flat, places[i].second, b);
       slot.copy_(b);
       nn::retarget(b, slot);  // every handle of the buffer now reads the arena
     }

@@ -14,7 +14,9 @@ namespace {
 std::vector<std::string> describe(const NamedList& tensors) {
   std::vector<std::string> lines;
   for (const auto& [name, t] : tensors) {
-    lines.push_back(detail::concat("'", name, "' ", dtype_name(t.dtype()), " ", shape_str(t.shape())));
+    const bool nhwc = t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+    lines.push_back(detail::concat("'", name, "' ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                                   nhwc ? " channels-last" : ""));
   }
   return lines;
 }
@@ -89,7 +91,12 @@ void check_same_across_ranks(ProcessGroup& group, const NamedList& tensors, cons
 void broadcast_from_rank0(ProcessGroup& group, const NamedList& tensors) {
   if (group.size() == 1) return;
   std::vector<WorkPtr> works;
-  for (const auto& entry : tensors) works.push_back(group.broadcast(entry.second, 0));
+  for (const auto& entry : tensors) {
+    // A channels-last tensor goes as its memory: every rank has the same layout (checked above).
+    const Tensor& t = entry.second;
+    const bool dense = t.is_contiguous(t.suggest_memory_format());
+    works.push_back(group.broadcast(dense ? t.as_strided({t.numel()}, {1}, t.offset()) : t, 0));
+  }
   for (const WorkPtr& w : works) w->wait();
 }
 

@@ -156,6 +156,15 @@ void Module::to(DType dtype) {
   });
 }
 
+void Module::to(MemoryFormat format) {
+  NoGradGuard no_grad;
+  for_each_tensor([&](Tensor& t) {
+    if (t.dim() != 4) return;
+    retarget(t, t.contiguous(format));
+    if (t.grad().defined()) t.impl()->grad = t.grad().contiguous(format);
+  });
+}
+
 Device Module::device() const {
   for (const auto* list : {&parameters_, &buffers_}) {
     if (!list->empty()) return list->front().second.device();

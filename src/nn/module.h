@@ -70,6 +70,11 @@ class Module {
   void to(Device device);
   // Converts floating-point parameters and buffers in place (integer buffers keep their dtype).
   void to(DType dtype);
+  // Lays out every 4-D parameter and buffer (and any .grad) in `format`, in place, as PyTorch's
+  // module.to(memory_format=...) does: with ChannelsLast, cuDNN's NHWC convolutions read the
+  // weights as they are instead of copying them to NHWC and their gradients back every step.
+  // Optimizers, DDP and checkpoints take parameters in either layout; files hold NCHW order.
+  void to(MemoryFormat format);
   // The device of the first parameter or buffer; the CPU for a module without any.
   Device device() const;
   // set_to_none drops each .grad (the next backward allocates it); otherwise fills with zeros.

@@ -83,6 +83,25 @@ LOOM_HOST_DEVICE bool bn_relu_passes(const BnChannels<P>& ch, int64_t c, T x) {
   return static_cast<T>(bn_normalised(ch, c, x)) > T(0);
 }
 
+// One element's terms of the gradient sums sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)),
+// dy masked by a fused relu.
+template <typename T, typename P>
+LOOM_HOST_DEVICE void bn_add_grad_terms(const BnChannels<P>& ch, int64_t c, T x, T dy, bool relu, double& sum_dy,
+                                        double& sum_dy_xmu) {
+  if (relu && !bn_relu_passes(ch, c, x)) return;
+  const double d = static_cast<double>(dy);
+  sum_dy += d, sum_dy_xmu += d * (static_cast<double>(x) - ch.mean[c]);
+}
+
+// The parameters' gradients from those sums: d weight = sum(dy * xhat), d bias = sum(dy); either
+// pointer may be null (not wanted).
+template <typename P>
+LOOM_HOST_DEVICE void bn_param_grads(const BnChannels<P>& ch, int64_t c, double sum_dy, double sum_dy_xmu,
+                                     P* grad_weight, P* grad_bias) {
+  if (grad_weight) grad_weight[c] = static_cast<P>(sum_dy_xmu * ch.invstd[c]);
+  if (grad_bias) grad_bias[c] = static_cast<P>(sum_dy);
+}
+
 // The input gradient's per-channel coefficients, from sum_dy = sum(dy) and sum_dy_xmu =
 // sum(dy * (x - mean)) over the channel's m elements (dy already masked by a fused relu):
 // training: dx = gain * (dy - mean_dy - (x - mean) * proj), gain = w * invstd,

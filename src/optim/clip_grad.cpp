@@ -20,9 +20,9 @@ std::vector<std::vector<Tensor>> grad_buckets(const std::vector<Tensor>& params,
     LOOM_CHECK(param.defined(), op, ": got an undefined parameter");
     Tensor grad = param.grad();
     if (!grad.defined()) continue;
-    if (!grad.is_contiguous()) {
+    if (!grad.is_contiguous(param.suggest_memory_format())) {
       // Scaling an expanded (stride 0) grad in place would scale shared elements repeatedly.
-      grad = grad.contiguous();
+      grad = grad.contiguous(param.suggest_memory_format());
       Tensor(param).set_grad(grad);
     }
     bool placed = false;

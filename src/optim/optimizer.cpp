@@ -104,8 +104,10 @@ void Optimizer::step() {
       LOOM_CHECK(grad.device() == p.device() && grad.dtype() == p.dtype(), name_, ".step: gradient (",
                  dtype_name(grad.dtype()), ", ", grad.device().str(), ") of parameter ", index - 1,
                  " differs from the parameter (", dtype_name(p.dtype()), ", ", p.device().str(), ")");
+      // NCHW and channels-last parameters (Module::to) are updated in place: the update walks
+      // memory in order, with the gradient and the state in the parameter's layout.
       Tensor work = p;
-      if (!p.is_contiguous()) {
+      if (!p.is_contiguous(p.suggest_memory_format())) {
         // A graph's refresh reruns this loop without launching: a copy here would run for real.
         if (p.is_cuda()) {
           cuda::check_not_capturing(p.device().index, "an optimizer step on a non-contiguous parameter",
@@ -115,7 +117,7 @@ void Optimizer::step() {
         write_back.emplace_back(p, work);
       }
       ++state.step;
-      slots.push_back(Slot{work, grad.contiguous(), &state});
+      slots.push_back(Slot{work, grad.contiguous(work.suggest_memory_format()), &state});
     }
     if (!slots.empty()) update_group(*group.options, slots);
     for (auto& [param, updated] : write_back) {
@@ -145,7 +147,17 @@ std::vector<std::vector<Optimizer::Slot*>> Optimizer::partition(std::vector<Slot
 
 Tensor& Optimizer::buffer(Slot& slot, const std::string& name) {
   Tensor& buf = slot.state->buffers[name];
-  if (!buf.defined()) buf = zeros(slot.param.shape(), slot.param.options());
+  const MemoryFormat format = slot.param.suggest_memory_format();
+  if (!buf.defined()) {
+    buf = empty(slot.param.shape(), slot.param.options(), format).zero_();
+  } else if (!buf.is_contiguous(format)) {
+    // The state came in another layout (loaded, or kept across Module::to(MemoryFormat)).
+    if (buf.is_cuda()) {
+      cuda::check_not_capturing(buf.device().index, "an optimizer state in another layout than its parameter's",
+                                "run one step before capturing, or lay out the model before building the optimizer");
+    }
+    buf = buf.contiguous(format);
+  }
   return buf;
 }
 
@@ -252,7 +264,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
           LOOM_CHECK(it->second.defined() && it->second.shape() == p.shape(), op, ".load_state_dict: \"",
                      key, "\" has shape ", it->second.defined() ? shape_str(it->second.shape()) : "(undefined)",
                      " but parameter ", index, " has shape ", shape_str(p.shape()));
-          Tensor buf = zeros(p.shape(), p.options());
+          Tensor buf = empty(p.shape(), p.options(), p.suggest_memory_format());
           buf.copy_(it->second);
           loaded.buffers[name] = buf;
           used_tensors.insert(key);

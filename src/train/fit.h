@@ -71,6 +71,8 @@ struct FitOptions {
   // training and validation: on CUDA, convolutions, batch norm, pooling and activations then
   // run NHWC throughout, which pays for convolution-heavy models (resnet18, classic_cnn: see
   // docs/benchmarks.md). The values are the same; on the CPU it only costs a copy a batch.
+  // Lay the model out channels-last as well (model.to(MemoryFormat::ChannelsLast), before DDP
+  // wraps it), or each convolution copies its weight to NHWC and its gradient back every step.
   bool channels_last = false;
 
   // Metrics besides loss and accuracy: each one's value on the training batches of an epoch

@@ -99,10 +99,12 @@ inline TrainedRun train_single(const EquivalenceData& data, int64_t global, int 
 
 // This rank's part of the N-rank run; checks after every step that the ranks agree bit for bit.
 inline TrainedRun train_rank(dist::ProcessGroup& g, const EquivalenceData& data, int64_t global,
-                             int steps, const dist::DdpOptions& options = {}) {
+                             int steps, const dist::DdpOptions& options = {},
+                             MemoryFormat format = MemoryFormat::Contiguous) {
   // Each rank starts from its own initialisation: DDP must replace it with rank 0's.
   auto model = ddp_model(42 + 1000 * static_cast<uint64_t>(g.rank()));
   model->to(g.device());
+  model->to(format);
   auto ddp = std::make_shared<dist::DistributedDataParallel>(model, g.shared_from_this(), options);
   optim::Adam adam(ddp->parameters(), optim::GroupOptions().with_lr(1e-3));
   TrainedRun run;
@@ -113,6 +115,11 @@ inline TrainedRun train_rank(dist::ProcessGroup& g, const EquivalenceData& data,
     Tensor loss = nn::binary_cross_entropy_with_logits(ddp->forward(x), y);
     loss.backward();
     if (s == 0) run.gradients = flat_gradients(*model);
+    for (const Tensor& p : model->parameters()) {
+      // Every gradient is its slot in the arena, in its parameter's layout: nothing is copied.
+      EXPECT_EQ(p.grad().storage().data(), model->parameters().front().grad().storage().data());
+      EXPECT_EQ(p.grad().strides(), p.strides()) << "step " << s;
+    }
     adam.step();
     Tensor mean = loss.detach().reshape({1}).contiguous().clone();
     g.all_reduce(mean, dist::ReduceOp::Avg)->wait();

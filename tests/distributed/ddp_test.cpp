@@ -50,6 +50,18 @@ TEST(Ddp, EquivalenceHoldsWithManySmallBuckets) {
   EXPECT_LE(worst_relative(ranks[0].parameters, single.parameters), 1e-5);
 }
 
+TEST(Ddp, ChannelsLastParametersReduceInTheirArenaAndEqualTheNchwOneRankRun) {
+  const EquivalenceData data = equivalence_data(8 * kSteps, 9);
+  const TrainedRun single = train_single(data, 8, kSteps, kCPU);
+  std::vector<TrainedRun> ranks(2);
+  dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
+    ranks[static_cast<size_t>(g.rank())] = train_rank(g, data, 8, kSteps, {}, MemoryFormat::ChannelsLast);
+  });
+  EXPECT_LE(worst_relative(ranks[0].gradients, single.gradients), 1e-5);
+  EXPECT_LE(worst_relative(ranks[0].parameters, single.parameters), 1e-5);
+  EXPECT_EQ(ranks[1].parameters, ranks[0].parameters);
+}
+
 TEST(Ddp, BucketsFollowReverseRegistrationOrderAndStartDuringBackward) {
   dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
     auto model = ddp_model(1);

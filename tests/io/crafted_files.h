@@ -91,7 +91,9 @@ inline void expect_refused(const std::function<void()>& run,
   }
   EXPECT_LE(message.size(), kMaxRefusalMessage)
       << "message of " << message.size() << " chars: " << message.substr(0, 1000);
-  EXPECT_LT(seconds, 2.0 * kSlowdown);
+  // Linear work is the point: the costliest 16 MiB header (1.5 million keys) takes about 2 s on
+  // a loaded 2-core machine, a quadratic parse of it minutes.
+  EXPECT_LT(seconds, 4.0 * kSlowdown);
   EXPECT_LT(peak_rss_mib() - rss_before, 512.0);
 }
 

@@ -2,7 +2,8 @@
 // pass, the bias gradient, Keras' asymmetric padding), batch norm (the channels-last sums),
 // max and average pooling and elementwise ops each keep the layout in their output and input
 // gradient, and agree with the CPU's NCHW computation on the same values; whole models (the
-// zoo's classic_cnn and a ResNet block) train alike in both layouts, eagerly and captured.
+// zoo's classic_cnn and a ResNet block) train alike in both layouts, eagerly and captured, and
+// with channels-last weights bit for bit as with NCHW ones.
 #include "cnn_parity.h"
 
 namespace loom {
@@ -273,6 +274,60 @@ TEST(ChannelsLastCuda, CapturedStepsReplayTheEagerChannelsLastStep) {
   EXPECT_GE(step.replays(), 3);
   const auto pe = eager_model->parameters(), pg = graph_model->parameters();
   for (size_t i = 0; i < pe.size(); ++i) EXPECT_TENSOR_NEAR(pg[i].cpu(), pe[i].cpu(), 0.0, 0.0);
+}
+
+// Channels-last weights (Module::to) change where the layout copies happen, not the maths: in
+// bf16 under autocast, eagerly and captured, a model whose weights are channels-last trains
+// bit for bit as its NCHW-weight twin on the same channels-last batches, and stays channels-last.
+TEST(ChannelsLastCuda, ChannelsLastWeightsTrainBitForBitAsNchwWeights) {
+  LOOM_REQUIRE_CUDA();
+  testing::DeterministicAlgorithmsGuard deterministic;
+  auto make = [](bool cl_weights) {
+    Generator gen(6);
+    auto model = std::make_shared<nn::Sequential>();
+    model->add(std::make_shared<nn::Conv2d>(3, 16, 3, Conv2dOptions().padding(1), false))
+        .add(std::make_shared<nn::BatchNorm2d>(16))
+        .add(std::make_shared<nn::ReLU>())
+        .add(std::make_shared<nn::BasicBlock>(16, 32, 2))
+        .add(std::make_shared<nn::GlobalAvgPool2d>())
+        .add(std::make_shared<nn::Linear>(32, 1));
+    model->init_parameters(nn::Init::PyTorch, &gen);
+    model->to(kCUDA);
+    if (cl_weights) model->to(kCL);
+    return model;
+  };
+  auto nchw = make(false), eager = make(true), graph = make(true);
+  optim::Adam nchw_opt(nchw->parameters(), optim::GroupOptions().with_lr(1e-3));
+  optim::Adam eager_opt(eager->parameters(), optim::GroupOptions().with_lr(1e-3));
+  optim::Adam graph_opt(graph->parameters(), optim::GroupOptions().with_lr(1e-3));
+  const train::LossFn loss = train::binary_cross_entropy_loss();
+  train::CapturedStep::Options options;
+  options.autocast = true;
+  train::CapturedStep step(*graph, loss, graph_opt, options);
+  auto eager_step = [&](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+    const Tensor l = loss(train::forward(model, x, /*autocast=*/true), y);
+    opt.zero_grad();
+    l.backward();
+    opt.step();
+    return l.item<float>();
+  };
+  Generator gen(23);
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    const Tensor x = uniform({8, 3, 16, 16}, -1.0, 1.0, kFloat32, &gen).cuda().contiguous(kCL);
+    const Tensor y = randint(0, 2, {8, 1}, kInt64, &gen).to(kCUDA, kFloat32);
+    const float reference = eager_step(*nchw, nchw_opt, x, y);
+    EXPECT_EQ(eager_step(*eager, eager_opt, x, y), reference);
+    EXPECT_EQ(step.run(x, y).loss.item<float>(), reference);
+  }
+  EXPECT_GE(step.replays(), 3);
+  const auto pn = nchw->parameters(), pe = eager->parameters(), pg = graph->parameters();
+  for (size_t i = 0; i < pn.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    EXPECT_TENSOR_NEAR(pe[i].cpu(), pn[i].cpu(), 0.0, 0.0);
+    EXPECT_TENSOR_NEAR(pg[i].cpu(), pn[i].cpu(), 0.0, 0.0);
+    if (pn[i].dim() == 4) EXPECT_TRUE(pe[i].is_contiguous(kCL) && pg[i].is_contiguous(kCL));
+  }
 }
 
 }  // namespace

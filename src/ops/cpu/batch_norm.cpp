@@ -99,16 +99,10 @@ void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry
     const BnGradCoefficients<P> k{coefficients.data(), coefficients.data() + g.c, coefficients.data() + 2 * g.c};
     channel_reduce(
         g,
-        [&](int64_t i, double& a, double& b) {
-          const int64_t c = g.channel_of(i);
-          if (relu && !bn_relu_passes(ch, c, xp[i])) return;
-          const double d = gp[i];
-          a += d, b += d * (static_cast<double>(xp[i]) - ch.mean[c]);
-        },
+        [&](int64_t i, double& a, double& b) { bn_add_grad_terms(ch, g.channel_of(i), xp[i], gp[i], relu, a, b); },
         [&](int64_t c, double a, double b) {
           bn_finish_grad(ch, k, c, a, b, g.count());
-          if (dw) dw[c] = static_cast<P>(b * ch.invstd[c]);  // sum(dy * xhat)
-          if (db) db[c] = static_cast<P>(a);
+          bn_param_grads(ch, c, a, b, dw, db);
         });
     if (!grad_input.defined()) return;
     scalar_t* dx = grad_input.data_ptr<scalar_t>();

@@ -65,10 +65,7 @@ struct GradTerm {
   BnChannels<P> ch;
   bool relu;
   __device__ void operator()(int64_t i, int64_t c, double& a, double& b) const {
-    const T xi = x[i];
-    if (relu && !bn_relu_passes(ch, c, xi)) return;
-    const double d = dy[i];
-    a += d, b += d * (static_cast<double>(xi) - ch.mean[c]);
+    bn_add_grad_terms(ch, c, x[i], dy[i], relu, a, b);
   }
 };
 
@@ -81,8 +78,7 @@ struct GradFinish {
   P* grad_bias;
   __device__ void operator()(int64_t c, double a, double b) const {
     bn_finish_grad(ch, k, c, a, b, count);
-    if (grad_weight) grad_weight[c] = static_cast<P>(b * ch.invstd[c]);  // sum(dy * xhat)
-    if (grad_bias) grad_bias[c] = static_cast<P>(a);
+    bn_param_grads(ch, c, a, b, grad_weight, grad_bias);
   }
 };
 
