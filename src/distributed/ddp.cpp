@@ -156,7 +156,7 @@ struct DistributedDataParallel::Reducer {
     } else if (!is_view_of(grad, slot.view)) {
       // Backward made a new tensor (the gradient was none): it moves into the arena with the
       // bucket's other gradients in one copy, and the arena view becomes the gradient.
-      const Tensor dense = grad.contiguous(slot.param.suggest_memory_format());
+      const Tensor dense = grad.contiguous(slot.view.suggest_memory_format());  // in the slot's order
       bucket.copies.push_back({dense.raw_data(), slot.view.raw_data(), dense.nbytes()});
       bucket.incoming.push_back(dense);
     }

@@ -62,6 +62,24 @@ TEST(Ddp, ChannelsLastParametersReduceInTheirArenaAndEqualTheNchwOneRankRun) {
   EXPECT_EQ(ranks[1].parameters, ranks[0].parameters);
 }
 
+// Laid out channels-last after DDP made its arena (NCHW slots): each step's gradients are then
+// copied into the slots in the slots' order, and reduce to the same values.
+TEST(Ddp, AModelLaidOutAfterWrappingReducesTheSameGradients) {
+  const EquivalenceData data = equivalence_data(8, 10);
+  dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
+    std::vector<std::vector<float>> grads;
+    for (bool relaid : {false, true}) {
+      auto model = ddp_model(3);
+      dist::DistributedDataParallel ddp(model, g.shared_from_this());
+      if (relaid) model->to(MemoryFormat::ChannelsLast);
+      const Tensor x = rank_rows(data.images, 0, 8, g.rank(), 2), y = rank_rows(data.labels, 0, 8, g.rank(), 2);
+      nn::binary_cross_entropy_with_logits(ddp.forward(x), y).backward();
+      grads.push_back(flat_gradients(*model));
+    }
+    EXPECT_EQ(grads[1], grads[0]);
+  });
+}
+
 TEST(Ddp, BucketsFollowReverseRegistrationOrderAndStartDuringBackward) {
   dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
     auto model = ddp_model(1);
