@@ -3,7 +3,8 @@
 // on the GPU each step is timed with CUDA events on the compute stream.
 //   train_step_bench --model seed_cnn|classic_cnn|resnet18 --batch 32 --device cpu|cuda
 //                    [--warmup 20] [--iters 100] [--ddp] [--graph] [--precision fp32|tf32|bf16]
-//                    [--channels-last] [--profile-steps N] [--json]
+//                    [--conv-benchmark [--conv-benchmark-limit N]] [--channels-last]
+//                    [--profile-steps N] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
 // (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
 // (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
@@ -119,9 +120,10 @@ void print_row(bool json, const std::string& model, int64_t batch, loom::Device 
   if (json) {
     std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
                 "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d, "
-                "\"conv_benchmark\": %s",
+                "\"conv_benchmark\": %s, \"conv_benchmark_limit\": %lld",
                 model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
-                med, best, iters, loom::conv_benchmark() ? "true" : "false");
+                med, best, iters, loom::conv_benchmark() ? "true" : "false",
+                static_cast<long long>(loom::conv_benchmark_limit()));
     if (variant != "plain") std::printf(", \"vs_plain_pct\": %.2f", overhead);
     if (variant == "ddp") std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
     std::printf("}\n");
@@ -140,6 +142,7 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100, profile_steps = 0;
+  int64_t conv_benchmark_limit = loom::conv_benchmark_limit();
   bool json = false, ddp = false, graph = false, conv_benchmark = false, channels_last = false;
   std::string precision_name = "tf32";
   app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
@@ -151,6 +154,9 @@ int main(int argc, char** argv) {
   app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep)");
   app.add_flag("--conv-benchmark", conv_benchmark,
                "choose cuDNN's convolution algorithms by timing them (loom::set_conv_benchmark)");
+  app.add_option("--conv-benchmark-limit", conv_benchmark_limit,
+                 "engine configurations timed per convolution pass, 0 for all (loom::set_conv_benchmark_limit)")
+      ->check(CLI::Range(int64_t(0), int64_t(1000)));
   app.add_option("--precision", precision_name, "fp32, tf32 (convolutions on TF32 tensor cores) or bf16 "
                  "(mixed precision: loom::Autocast)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
     LOOM_CHECK(!graph || device.is_cuda(), "--graph needs --device cuda (CUDA graphs)");
     LOOM_CHECK(profile_steps == 0 || device.is_cuda(), "--profile-steps needs --device cuda");
     loom::set_conv_benchmark(conv_benchmark);
+    loom::set_conv_benchmark_limit(conv_benchmark_limit);
     const loom::train::Precision precision = *loom::train::precision_from_name(precision_name);
     loom::train::use_precision(precision);
     loom::manual_seed(1);

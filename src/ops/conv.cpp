@@ -18,6 +18,8 @@ namespace {
 std::atomic<bool> g_deterministic{false};
 std::atomic<bool> g_benchmark{false};
 std::atomic<bool> g_allow_tf32{true};
+std::atomic<bool> g_engines_only{false};
+std::atomic<int64_t> g_benchmark_limit{16};
 
 detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Conv2dOptions& opt) {
@@ -90,6 +92,11 @@ void set_deterministic(bool deterministic) { g_deterministic = deterministic; }
 bool deterministic() { return g_deterministic; }
 void set_conv_benchmark(bool benchmark) { g_benchmark = benchmark; }
 bool conv_benchmark() { return g_benchmark; }
+void set_conv_benchmark_limit(int64_t limit) {
+  LOOM_CHECK(limit >= 0, "set_conv_benchmark_limit: the limit must be 0 (time every engine) or positive, got ", limit);
+  g_benchmark_limit = limit;
+}
+int64_t conv_benchmark_limit() { return g_benchmark_limit; }
 
 void set_conv_allow_tf32(bool allow) { g_allow_tf32 = allow; }
 bool conv_allow_tf32() { return g_allow_tf32; }
@@ -101,6 +108,19 @@ int64_t conv_algorithm_searches() {
   return 0;
 #endif
 }
+
+int64_t conv_engine_choices() {
+#if defined(LOOM_WITH_CUDA)
+  return detail::cuda_conv_engine_choices();
+#else
+  return 0;
+#endif
+}
+
+namespace detail {
+void set_conv_search_engines_only(bool engines_only) { g_engines_only = engines_only; }
+bool conv_search_engines_only() { return g_engines_only; }
+}  // namespace detail
 
 std::string cuda_library_versions() {
 #if defined(LOOM_WITH_CUDA)

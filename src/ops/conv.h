@@ -65,6 +65,12 @@ bool deterministic();
 void set_conv_benchmark(bool benchmark);
 bool conv_benchmark();
 
+// How many of the cuDNN graph API's engine configurations benchmark mode times for each pass,
+// best-ranked first (PyTorch's torch.backends.cudnn.benchmark_limit); 0 times every one that
+// qualifies. Default 16. Each costs a plan build and four runs of the pass, once per shape.
+void set_conv_benchmark_limit(int64_t limit);
+int64_t conv_benchmark_limit();
+
 // Lets cuDNN convolutions on float32 use TF32 tensor cores (inputs rounded to a 10-bit
 // mantissa, accumulation in float32): several times faster on Ampere and later GPUs, with
 // results within ~1e-3 relative of full float32 instead of ~1e-6. On by default, as PyTorch's
@@ -89,6 +95,10 @@ class ConvTf32Scope {
 // How many cuDNN algorithm searches have run in this process: a second conv2d with the same
 // shapes reuses the cached choice and does not add to it (0 in a CPU-only build).
 int64_t conv_algorithm_searches();
+
+// How many of those searches (benchmark mode) chose an engine of cuDNN's graph API because it
+// ran faster than every legacy algorithm cudnnFind* timed (0 in a CPU-only build).
+int64_t conv_engine_choices();
 
 // "CUDA runtime 13.0, cuDNN 9.10.2": the libraries this process runs with, for reports ("" in a
 // CPU-only build).

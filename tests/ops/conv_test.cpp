@@ -168,5 +168,14 @@ TEST(Conv2d, DeterministicFlag) {
   set_deterministic(before);
 }
 
+TEST(Conv2d, BenchmarkLimitTakesZeroOrACountAndRefusesNegatives) {
+  EXPECT_EQ(conv_benchmark_limit(), 16);
+  set_conv_benchmark_limit(0);
+  EXPECT_EQ(conv_benchmark_limit(), 0);
+  EXPECT_LOOM_ERROR(set_conv_benchmark_limit(-1), "must be 0 (time every engine) or positive, got -1");
+  EXPECT_EQ(conv_benchmark_limit(), 0);  // the refused value changed nothing
+  set_conv_benchmark_limit(16);
+}
+
 }  // namespace
 }  // namespace loom

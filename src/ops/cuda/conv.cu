@@ -2,13 +2,16 @@
 // per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass's
 // algorithm is chosen once per (shapes, dtype, geometry, determinism, tensor-op permission:
 // TF32 or bfloat16, benchmark mode) from cuDNN's ranked heuristics or, in benchmark mode, by
-// timing the candidates on the call's own buffers (cudnnFind*Ex), allowing workspaces up to a
-// limit, and cached with its math type and workspace size; workspaces come from the caching
-// allocator.
+// timing the candidates on the call's own buffers (cudnnFind*Ex's legacy algorithms, then the
+// graph API's engines: conv_engines.h), allowing workspaces up to a limit, and cached with its
+// math type or engine plan and workspace size; workspaces come from the caching allocator.
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <type_traits>
 
@@ -16,6 +19,7 @@
 #include "loom/ops/conv_backend.h"
 #include "loom/ops/cuda/channel_reduce.cuh"
 #include "loom/ops/cuda/channels_last.cuh"
+#include "loom/ops/cuda/conv_engines.h"
 #include "loom/ops/cuda/cudnn_handle.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
@@ -24,14 +28,15 @@ namespace loom::detail {
 
 namespace {
 
-enum class Pass : int64_t { Forward, BackwardData, BackwardFilter };
+using AlgoKey = std::array<int64_t, 26>;
 
-using AlgoKey = std::array<int64_t, 20>;
-
+// A legacy algorithm with its math type, or (benchmark mode) a graph-API engine plan.
 struct AlgoChoice {
   int algo = 0;
   cudnnMathType_t math = CUDNN_FMA_MATH;
+  std::shared_ptr<const ConvEnginePlan> engine;
   size_t workspace = 0;
+  float ms = -1;  // what a timed search measured
 };
 
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
@@ -46,6 +51,14 @@ size_t workspace_limit(int device) {
 }
 
 std::atomic<int64_t> g_searches{0};
+std::atomic<int64_t> g_engine_choices{0};
+
+// LOOM_CONV_SEARCH_LOG=1 prints each timed search's outcome to stderr (which engine or
+// algorithm won, in how many milliseconds): how the benchmarks find what a shape runs on.
+bool search_log() {
+  static const bool on = std::getenv("LOOM_CONV_SEARCH_LOG") != nullptr;
+  return on;
+}
 
 // One cache and lock per device: ranks driving different GPUs from threads of one process
 // never wait for each other's searches (key[2] is the device).
@@ -92,6 +105,7 @@ AlgoChoice pick(const Perf* results, int count, const char* pass, bool tensor_op
       if (round == 0 && ((!tensor_ops && is_tensor_op(r.mathType)) || r.memory > limit)) continue;
       AlgoChoice c;
       c.algo = static_cast<int>(r.algo);
+      c.ms = r.time;
       // Conversion math could run float32 data in fp16 (and bfloat16 data through fp16): plain
       // tensor-op math is as far as it goes.
       c.math = !tensor_ops ? CUDNN_FMA_MATH
@@ -157,10 +171,17 @@ struct CudnnConv {
                 " differs from loom's ", geo.oh, "x", geo.ow);
   }
 
-  AlgoKey key(Pass pass) const {
+  // In benchmark mode an engine plan may be chosen: it belongs to this thread's handle and
+  // assumes its operands' alignment, so both are part of the key, with the search's limit.
+  AlgoKey key(ConvPass pass, const ConvOperands& o) const {
+    const bool bench = conv_benchmark();
     return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
             s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, conv_benchmark() ? 1 : 0, s.channels_last ? 1 : 0};
+            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, bench ? 1 : 0, s.channels_last ? 1 : 0,
+            bench ? static_cast<int64_t>(reinterpret_cast<intptr_t>(handle)) : 0,
+            bench ? operand_alignment(o.x) : 0, bench ? operand_alignment(o.w) : 0,
+            bench ? operand_alignment(o.y) : 0, bench && conv_search_engines_only() ? 1 : 0,
+            bench ? conv_benchmark_limit() : 0};
   }
 
   // Whether this pass's search times the candidates: benchmark mode, and not inside a capture.
@@ -189,10 +210,40 @@ struct CudnnConv {
                  : Tensor();
   }
 
+  // A timed search also times the graph API's engines and keeps whichever of them and the
+  // legacy choice ran faster (float64 has no tensor-core engines to gain: legacy only).
+  template <typename Legacy>
+  AlgoChoice with_engines(ConvPass pass, const ConvOperands& o, Legacy legacy) const {
+    if (!timed_search() || dtype == kFloat64) return legacy();
+    const bool engines_only = conv_search_engines_only();
+    AlgoChoice best = engines_only ? AlgoChoice{} : legacy();
+    const ConvProblem problem{pass, dtype, s, tensor_ops, deterministic()};
+    const TimedEngine e =
+        fastest_conv_engine(handle, device, problem, o, workspace_limit(device), conv_benchmark_limit());
+    const bool engine_wins = e.plan && (engines_only || e.ms < best.ms);
+    if (search_log()) {
+      std::fprintf(stderr, "loom conv search: %s: engine %lld %.4f ms (%d timed), legacy algo %d %.4f ms -> %s\n",
+                   describe(problem).c_str(), e.plan ? static_cast<long long>(e.plan->engine()) : -1LL, e.ms,
+                   e.timed, best.algo, best.ms, engine_wins ? "engine" : "legacy");
+    }
+    if (engine_wins) {
+      best = AlgoChoice{};
+      best.engine = e.plan;
+      best.workspace = e.plan->workspace();
+      best.ms = e.ms;
+      ++g_engine_choices;
+    } else if (engines_only) {
+      best = legacy();
+    }
+    return best;
+  }
+
   // The buffers are the call's own: a timed search writes its output (which the call then
   // overwrites) and reads its inputs.
-  AlgoChoice forward_algorithm(const void* xd, const void* wd, void* yd) const {
-    return cached_algorithm(key(Pass::Forward), [&] {
+  AlgoChoice forward_algorithm(const ConvOperands& o) const {
+    return cached_algorithm(key(ConvPass::Forward, o), [&] { return with_engines(ConvPass::Forward, o, [&] {
+      const void *xd = o.x, *wd = o.w;
+      void* yd = o.y;
       cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int count = 0;
       prepare_search();
@@ -213,11 +264,13 @@ struct CudnnConv {
           handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
           &c.workspace));
       return c;
-    });
+    }); });
   }
 
-  AlgoChoice backward_data_algorithm(const void* wd, const void* dyd, void* dxd) const {
-    return cached_algorithm(key(Pass::BackwardData), [&] {
+  AlgoChoice backward_data_algorithm(const ConvOperands& o) const {
+    return cached_algorithm(key(ConvPass::BackwardData, o), [&] { return with_engines(ConvPass::BackwardData, o, [&] {
+      const void *wd = o.w, *dyd = o.y;
+      void* dxd = o.x;
       cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
       prepare_search();
@@ -239,11 +292,13 @@ struct CudnnConv {
           handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
           &c.workspace));
       return c;
-    });
+    }); });
   }
 
-  AlgoChoice backward_filter_algorithm(const void* xd, const void* dyd, void* dwd) const {
-    return cached_algorithm(key(Pass::BackwardFilter), [&] {
+  AlgoChoice backward_filter_algorithm(const ConvOperands& o) const {
+    return cached_algorithm(key(ConvPass::BackwardFilter, o), [&] { return with_engines(ConvPass::BackwardFilter, o, [&] {
+      const void *xd = o.x, *dyd = o.y;
+      void* dwd = o.w;
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
       prepare_search();
@@ -265,7 +320,7 @@ struct CudnnConv {
           handle, x.get(), y.get(), conv.get(), w.get(),
           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), &c.workspace));
       return c;
-    });
+    }); });
   }
 };
 
@@ -358,6 +413,7 @@ void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, b
 }  // namespace
 
 int64_t cuda_conv_algorithm_searches() { return g_searches; }
+int64_t cuda_conv_engine_choices() { return g_engine_choices; }
 
 std::string cuda_library_versions() {
   int runtime = 0;
@@ -375,13 +431,18 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   const Tensor xs = needs_extra_padding(g) ? pad_extra(x, g, s) : x;
   Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options(), format_of(g));
   const CudnnConv c(s, x.dtype(), device);
-  const AlgoChoice algo = c.forward_algorithm(xs.raw_data(), weight.raw_data(), y.raw_data());
-  c.use(algo);
+  const ConvOperands operands{xs.raw_data(), weight.raw_data(), y.raw_data()};
+  const AlgoChoice algo = c.forward_algorithm(operands);
   const Tensor ws = c.workspace(algo.workspace);
-  LOOM_CUDNN_CHECK(cudnnConvolutionForward(
-      c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
-      c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
-      cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
+  if (algo.engine) {
+    algo.engine->run(c.handle, operands, data_or_null(ws));
+  } else {
+    c.use(algo);
+    LOOM_CUDNN_CHECK(cudnnConvolutionForward(
+        c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
+        c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
+        cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
+  }
   if (bias.defined() || relu) add_bias_relu(y, bias, g, relu);
   return y;
 }
@@ -401,23 +462,33 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   if (need_weight) {
     grads.weight = empty(weight.shape(), weight.options(), format_of(g));
     const Tensor xs = extra ? pad_extra(x, g, s) : x;
-    const AlgoChoice algo = c.backward_filter_algorithm(xs.raw_data(), grad_out.raw_data(), grads.weight.raw_data());
-    c.use(algo);
+    const ConvOperands operands{xs.raw_data(), grads.weight.raw_data(), grad_out.raw_data()};
+    const AlgoChoice algo = c.backward_filter_algorithm(operands);
     const Tensor ws = c.workspace(algo.workspace);
-    LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-        c.w.get(), grads.weight.raw_data()));
+    if (algo.engine) {
+      algo.engine->run(c.handle, operands, data_or_null(ws));
+    } else {
+      c.use(algo);
+      LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+          c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
+          c.w.get(), grads.weight.raw_data()));
+    }
   }
   if (need_input) {
     Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options(), format_of(g));
-    const AlgoChoice algo = c.backward_data_algorithm(weight.raw_data(), grad_out.raw_data(), dxs.raw_data());
-    c.use(algo);
+    const ConvOperands operands{dxs.raw_data(), weight.raw_data(), grad_out.raw_data()};
+    const AlgoChoice algo = c.backward_data_algorithm(operands);
     const Tensor ws = c.workspace(algo.workspace);
-    LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-        c.x.get(), dxs.raw_data()));
+    if (algo.engine) {
+      algo.engine->run(c.handle, operands, data_or_null(ws));
+    } else {
+      c.use(algo);
+      LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(
+          c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
+          c.x.get(), dxs.raw_data()));
+    }
     grads.input = extra ? dxs.narrow(2, g.pad_top - s.pad_top, g.h)
                               .narrow(3, g.pad_left - s.pad_left, g.w)
                               .contiguous(format_of(g))
