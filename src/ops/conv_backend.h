@@ -43,7 +43,7 @@ int64_t cuda_conv_algorithm_searches();
 int64_t cuda_conv_engine_choices();
 
 // For tests: benchmark mode times the graph API's engines alone, without the legacy algorithms
-// to compare against, so every pass it can serve runs on an engine plan.
+// to compare against, so every pass they serve runs on an engine plan.
 void set_conv_search_engines_only(bool engines_only);
 bool conv_search_engines_only();
 std::string cuda_library_versions();

@@ -62,13 +62,36 @@ TEST(ConvEnginesCuda, EnginePlansMatchTheCpuInFullFloat32) {
 // x and w rounded to `dtype` and back, so the float64 reference sees exactly the GPU's inputs.
 Tensor representable(const Tensor& t, DType dtype) { return t.to(dtype).to(kFloat64); }
 
-// Outputs and gradients within 1e-2 of the reference's largest magnitude: bfloat16 rounds each
-// result to 8 bits (0.4%), TF32 each product's inputs to 11 (~0.05% a product).
-void expect_near_reference(const Tensor& got, const Tensor& want, const char* what) {
+// Within `tolerance` of the reference's largest magnitude.
+void expect_near_reference(const Tensor& got, const Tensor& want, double tolerance, const char* what) {
   const double scale = max(abs(want)).item<double>();
   ASSERT_GT(scale, 0.0) << what;
-  const std::string problem = testing::compare(got.cpu().to(kFloat64), want, 1e-2 * scale, 1e-2);
+  const std::string problem = testing::compare(got.cpu().to(kFloat64), want, tolerance * scale, tolerance);
   EXPECT_TRUE(problem.empty()) << what << ": " << problem;
+}
+
+// conv2d forward and backward on CUDA leaves of `dtype` in `format` against the float64 CPU
+// reference on the same (representable) values: output, input and weight gradients within
+// `tolerance` of each one's largest magnitude, with all three passes on engine plans.
+void expect_matches_reference(const EngineCase& c, DType dtype, MemoryFormat format, uint64_t seed,
+                              double tolerance) {
+  Generator gen(seed);
+  const Tensor x = representable(randn(c.x, kFloat64, &gen), dtype);
+  const Tensor w = representable(uniform(c.w, -0.5, 0.5, kFloat64, &gen), dtype);
+  Tensor xc = x.clone().set_requires_grad(true), wc = w.clone().set_requires_grad(true);
+  const Tensor y_cpu = conv2d(xc, wc, Tensor(), c.opt);
+  const Tensor dy = representable(randn(y_cpu.shape(), kFloat64, &gen), dtype);
+  y_cpu.backward(dy);
+
+  Tensor xg = x.to(dtype).cuda().contiguous(format).set_requires_grad(true);
+  Tensor wg = w.to(dtype).cuda().contiguous(format).set_requires_grad(true);
+  const int64_t before = conv_engine_choices();
+  const Tensor y_gpu = conv2d(xg, wg, Tensor(), c.opt);
+  y_gpu.backward(dy.to(dtype).cuda().contiguous(format));
+  EXPECT_EQ(conv_engine_choices(), before + 3) << "a pass fell back to the legacy algorithms";
+  expect_near_reference(y_gpu, y_cpu, tolerance, "output");
+  expect_near_reference(xg.grad(), xc.grad(), tolerance, "input gradient");
+  expect_near_reference(wg.grad(), wc.grad(), tolerance, "weight gradient");
 }
 
 TEST(ConvEnginesCuda, Bf16AndTf32PlansStayWithinTheirPrecision) {
@@ -82,26 +105,10 @@ TEST(ConvEnginesCuda, Bf16AndTf32PlansStayWithinTheirPrecision) {
   uint64_t seed = 310;
   for (const EngineCase& c : cases) {
     for (DType dtype : {kBFloat16, kFloat32}) {
-      for (bool channels_last : {false, true}) {
-        SCOPED_TRACE(detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype), channels_last ? " NHWC" : " NCHW"));
-        Generator gen(seed++);
-        const Tensor x = representable(randn(c.x, kFloat64, &gen), dtype);
-        const Tensor w = representable(uniform(c.w, -0.5, 0.5, kFloat64, &gen), dtype);
-        Tensor xc = x.clone().set_requires_grad(true), wc = w.clone().set_requires_grad(true);
-        const Tensor y_cpu = conv2d(xc, wc, Tensor(), c.opt);
-        const Tensor dy = representable(randn(y_cpu.shape(), kFloat64, &gen), dtype);
-        y_cpu.backward(dy);
-
-        const MemoryFormat format = channels_last ? kCL : MemoryFormat::Contiguous;
-        Tensor xg = x.to(dtype).cuda().contiguous(format).set_requires_grad(true);
-        Tensor wg = w.to(dtype).cuda().contiguous(format).set_requires_grad(true);
-        const int64_t before = conv_engine_choices();
-        const Tensor y_gpu = conv2d(xg, wg, Tensor(), c.opt);
-        y_gpu.backward(dy.to(dtype).cuda().contiguous(format));
-        EXPECT_EQ(conv_engine_choices(), before + 3) << "a pass fell back to the legacy algorithms";
-        expect_near_reference(y_gpu, y_cpu, "output");
-        expect_near_reference(xg.grad(), xc.grad(), "input gradient");
-        expect_near_reference(wg.grad(), wc.grad(), "weight gradient");
+      for (MemoryFormat format : {MemoryFormat::Contiguous, kCL}) {
+        SCOPED_TRACE(detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype), format == kCL ? " NHWC" : " NCHW"));
+        // 1e-2: bfloat16 rounds each result to 8 bits (0.4%), TF32 each product's inputs to 11.
+        expect_matches_reference(c, dtype, format, seed++, 1e-2);
       }
     }
   }

@@ -3,6 +3,7 @@
 #include "loom/ops/cuda/conv_engines.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -153,6 +154,25 @@ Tensor workspace_tensor(size_t bytes, int device) {
   return bytes ? empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(cuda_device(device))) : Tensor();
 }
 
+// The median of three timed runs of `run` after one untimed one, in milliseconds of the
+// device's current stream (CUDA events); -1 when a run reports failure.
+float median_run_ms(int device, const std::function<bool()>& run) {
+  const cuda::StreamHandle stream = cuda::current_stream(device);
+  cuda::Event start(device), end(device);
+  if (!run()) return -1;  // the first run also loads the kernels' modules
+  float times[kTimedRuns];
+  for (float& t : times) {
+    start.record(stream);
+    const bool ran = run();
+    end.record(stream);
+    end.synchronize();
+    if (!ran) return -1;
+    t = cuda::Event::elapsed_ms(start, end);
+  }
+  std::sort(times, times + kTimedRuns);
+  return times[kTimedRuns / 2];
+}
+
 const char* pass_name(ConvPass pass) {
   switch (pass) {
     case ConvPass::Forward: return "forward";
@@ -171,7 +191,7 @@ int64_t operand_alignment(const void* p) {
   return alignment;
 }
 
-ConvEnginePlan::ConvEnginePlan(BackendDescriptor plan, size_t workspace, int64_t engine, int64_t alignment[3])
+ConvEnginePlan::ConvEnginePlan(BackendDescriptor plan, size_t workspace, int64_t engine, const int64_t alignment[3])
     : plan_(std::move(plan)), workspace_(workspace), engine_(engine), alignment_{alignment[0], alignment[1], alignment[2]} {}
 
 void ConvEnginePlan::run(cudnnHandle_t handle, const ConvOperands& o, void* workspace) const {
@@ -183,14 +203,12 @@ void ConvEnginePlan::run(cudnnHandle_t handle, const ConvOperands& o, void* work
 
 TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProblem& problem,
                                 const ConvOperands& operands, size_t workspace_limit, int64_t max_timed) {
-  int64_t alignment[3] = {operand_alignment(operands.x), operand_alignment(operands.w), operand_alignment(operands.y)};
+  const int64_t alignment[3] = {operand_alignment(operands.x), operand_alignment(operands.w), operand_alignment(operands.y)};
   const BackendDescriptor graph = operation_graph(handle, problem, alignment);
   std::vector<BackendDescriptor> candidates = configurations(graph, CUDNN_HEUR_MODE_A);
   const size_t ranked = candidates.size();
   for (BackendDescriptor& c : configurations(graph, CUDNN_HEUR_MODE_FALLBACK)) candidates.push_back(std::move(c));
 
-  const cuda::StreamHandle stream = cuda::current_stream(device);
-  cuda::Event start(device), end(device);
   std::set<int64_t> ranked_engines;
   TimedEngine best;
   for (size_t i = 0; i < candidates.size() && (max_timed == 0 || best.timed < max_timed); ++i) {
@@ -211,21 +229,11 @@ TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProb
     if (bytes > workspace_limit) continue;
     const Tensor ws = workspace_tensor(bytes, device);
     void* ws_data = ws.defined() ? ws.raw_data() : nullptr;
-    // A first run loads the kernel's module; an engine that fails to run is skipped.
-    if (execute(handle, plan, operands, ws_data) != CUDNN_STATUS_SUCCESS) continue;
-    float times[kTimedRuns];
-    bool ran = true;
-    for (int r = 0; r < kTimedRuns && ran; ++r) {
-      start.record(stream);
-      ran = execute(handle, plan, operands, ws_data) == CUDNN_STATUS_SUCCESS;
-      end.record(stream);
-      end.synchronize();
-      times[r] = cuda::Event::elapsed_ms(start, end);
-    }
-    if (!ran) continue;
+    // An engine that fails to run is skipped.
+    const float ms =
+        median_run_ms(device, [&] { return execute(handle, plan, operands, ws_data) == CUDNN_STATUS_SUCCESS; });
+    if (ms < 0) continue;
     ++best.timed;
-    std::sort(times, times + kTimedRuns);
-    const float ms = times[kTimedRuns / 2];
     if (!best.plan || ms < best.ms) {
       best.plan = std::make_shared<ConvEnginePlan>(plan, bytes, engine, alignment);
       best.ms = ms;

@@ -42,7 +42,7 @@ struct ConvProblem {
 // One finalized execution plan, with everything it refers to.
 class ConvEnginePlan {
  public:
-  ConvEnginePlan(cuda::BackendDescriptor plan, size_t workspace, int64_t engine, int64_t alignment[3]);
+  ConvEnginePlan(cuda::BackendDescriptor plan, size_t workspace, int64_t engine, const int64_t alignment[3]);
   size_t workspace() const { return workspace_; }
   int64_t engine() const { return engine_; }  // cuDNN's global engine index
   // Runs the pass on `handle`'s stream; the operands must be as aligned as the search's.
