@@ -53,8 +53,9 @@ TEST(ConvEnginesCuda, EnginePlansMatchTheCpuInFullFloat32) {
     const Tensor b = randn({c.w[0]}, kFloat32, &gen);
     const Conv2dOptions opt = c.opt;
     const int64_t before = conv_engine_choices();
-    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-                       {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity(
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+        {x, w, b}, 5e-4, 1e-4);
     EXPECT_EQ(conv_engine_choices(), before + 3) << "a pass fell back to the legacy algorithms";
   }
 }
@@ -63,10 +64,12 @@ TEST(ConvEnginesCuda, EnginePlansMatchTheCpuInFullFloat32) {
 Tensor representable(const Tensor& t, DType dtype) { return t.to(dtype).to(kFloat64); }
 
 // Within `tolerance` of the reference's largest magnitude.
-void expect_near_reference(const Tensor& got, const Tensor& want, double tolerance, const char* what) {
+void expect_near_reference(const Tensor& got, const Tensor& want, double tolerance,
+                           const char* what) {
   const double scale = max(abs(want)).item<double>();
   ASSERT_GT(scale, 0.0) << what;
-  const std::string problem = testing::compare(got.cpu().to(kFloat64), want, tolerance * scale, tolerance);
+  const std::string problem =
+      testing::compare(got.cpu().to(kFloat64), want, tolerance * scale, tolerance);
   EXPECT_TRUE(problem.empty()) << what << ": " << problem;
 }
 
@@ -106,7 +109,8 @@ TEST(ConvEnginesCuda, Bf16AndTf32PlansStayWithinTheirPrecision) {
   for (const EngineCase& c : cases) {
     for (DType dtype : {kBFloat16, kFloat32}) {
       for (MemoryFormat format : {MemoryFormat::Contiguous, kCL}) {
-        SCOPED_TRACE(detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype), format == kCL ? " NHWC" : " NCHW"));
+        SCOPED_TRACE(detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype),
+                                    format == kCL ? " NHWC" : " NCHW"));
         // 1e-2: bfloat16 rounds each result to 8 bits (0.4%), TF32 each product's inputs to 11.
         expect_matches_reference(c, dtype, format, seed++, 1e-2);
       }
@@ -161,7 +165,8 @@ TEST(ConvEnginesCuda, CapturedReplayMatchesTheEagerRun) {
   const Tensor y_replayed = step(xr, wr);
   graph.capture_end();
   graph.replay();
-  EXPECT_EQ(conv_algorithm_searches(), searches) << "the capture searched instead of reusing the plans";
+  EXPECT_EQ(conv_algorithm_searches(), searches)
+      << "the capture searched instead of reusing the plans";
   EXPECT_TENSOR_NEAR(y_replayed.cpu(), y_eager.cpu(), 0.0, 0.0);
   EXPECT_TENSOR_NEAR(xr.grad().cpu(), xe.grad().cpu(), 0.0, 0.0);
   EXPECT_TENSOR_NEAR(wr.grad().cpu(), we.grad().cpu(), 0.0, 0.0);

@@ -241,86 +241,92 @@ struct CudnnConv {
   // The buffers are the call's own: a timed search writes its output (which the call then
   // overwrites) and reads its inputs.
   AlgoChoice forward_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::Forward, o), [&] { return with_engines(ConvPass::Forward, o, [&] {
-      const void *xd = o.x, *wd = o.w;
-      void* yd = o.y;
-      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int count = 0;
-      prepare_search();
-      size_t limit = workspace_limit(device);
-      if (timed_search()) {
-        const auto [ws, bytes] = search_workspace();
-        limit = bytes;
-        LOOM_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-            handle, x.get(), xd, w.get(), wd, conv.get(), y.get(), yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-            results, data_or_null(ws), bytes));
-      } else {
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-            handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      }
-      AlgoChoice c = pick(results, count, "forward", tensor_ops, limit);
-      use(c);
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-          &c.workspace));
-      return c;
-    }); });
+    return cached_algorithm(key(ConvPass::Forward, o), [&] {
+      return with_engines(ConvPass::Forward, o, [&] {
+        const void *xd = o.x, *wd = o.w;
+        void* yd = o.y;
+        cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int count = 0;
+        prepare_search();
+        size_t limit = workspace_limit(device);
+        if (timed_search()) {
+          const auto [ws, bytes] = search_workspace();
+          limit = bytes;
+          LOOM_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+              handle, x.get(), xd, w.get(), wd, conv.get(), y.get(), yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+              results, data_or_null(ws), bytes));
+        } else {
+          LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+              handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
+        }
+        AlgoChoice c = pick(results, count, "forward", tensor_ops, limit);
+        use(c);
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+            &c.workspace));
+        return c;
+      });
+    });
   }
 
   AlgoChoice backward_data_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::BackwardData, o), [&] { return with_engines(ConvPass::BackwardData, o, [&] {
-      const void *wd = o.w, *dyd = o.y;
-      void* dxd = o.x;
-      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int count = 0;
-      prepare_search();
-      size_t limit = workspace_limit(device);
-      if (timed_search()) {
-        const auto [ws, bytes] = search_workspace();
-        limit = bytes;
-        LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            handle, w.get(), wd, y.get(), dyd, conv.get(), x.get(), dxd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-            &count, results, data_or_null(ws), bytes));
-      } else {
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
-            results));
-      }
-      AlgoChoice c = pick(results, count, "backward-data", tensor_ops, limit);
-      use(c);
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-          &c.workspace));
-      return c;
-    }); });
+    return cached_algorithm(key(ConvPass::BackwardData, o), [&] {
+      return with_engines(ConvPass::BackwardData, o, [&] {
+        const void *wd = o.w, *dyd = o.y;
+        void* dxd = o.x;
+        cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int count = 0;
+        prepare_search();
+        size_t limit = workspace_limit(device);
+        if (timed_search()) {
+          const auto [ws, bytes] = search_workspace();
+          limit = bytes;
+          LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              handle, w.get(), wd, y.get(), dyd, conv.get(), x.get(), dxd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+              &count, results, data_or_null(ws), bytes));
+        } else {
+          LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+              results));
+        }
+        AlgoChoice c = pick(results, count, "backward-data", tensor_ops, limit);
+        use(c);
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+            handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+            &c.workspace));
+        return c;
+      });
+    });
   }
 
   AlgoChoice backward_filter_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::BackwardFilter, o), [&] { return with_engines(ConvPass::BackwardFilter, o, [&] {
-      const void *xd = o.x, *dyd = o.y;
-      void* dwd = o.w;
-      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int count = 0;
-      prepare_search();
-      size_t limit = workspace_limit(device);
-      if (timed_search()) {
-        const auto [ws, bytes] = search_workspace();
-        limit = bytes;
-        LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            handle, x.get(), xd, y.get(), dyd, conv.get(), w.get(), dwd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-            &count, results, data_or_null(ws), bytes));
-      } else {
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-            results));
-      }
-      AlgoChoice c = pick(results, count, "backward-filter", tensor_ops, limit);
-      use(c);
-      LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          handle, x.get(), y.get(), conv.get(), w.get(),
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), &c.workspace));
-      return c;
-    }); });
+    return cached_algorithm(key(ConvPass::BackwardFilter, o), [&] {
+      return with_engines(ConvPass::BackwardFilter, o, [&] {
+        const void *xd = o.x, *dyd = o.y;
+        void* dwd = o.w;
+        cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        int count = 0;
+        prepare_search();
+        size_t limit = workspace_limit(device);
+        if (timed_search()) {
+          const auto [ws, bytes] = search_workspace();
+          limit = bytes;
+          LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              handle, x.get(), xd, y.get(), dyd, conv.get(), w.get(), dwd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+              &count, results, data_or_null(ws), bytes));
+        } else {
+          LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+              results));
+        }
+        AlgoChoice c = pick(results, count, "backward-filter", tensor_ops, limit);
+        use(c);
+        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle, x.get(), y.get(), conv.get(), w.get(),
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), &c.workspace));
+        return c;
+      });
+    });
   }
 };
 

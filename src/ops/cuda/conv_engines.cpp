@@ -29,8 +29,8 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& d, bool channels_las
   return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
 }
 
-BackendDescriptor tensor(int64_t uid, DType dtype, const std::vector<int64_t>& dims, bool channels_last,
-                         int64_t alignment) {
+BackendDescriptor tensor(int64_t uid, DType dtype, const std::vector<int64_t>& dims,
+                         bool channels_last, int64_t alignment) {
   BackendDescriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   const cudnnDataType_t type = cuda::cudnn_dtype(dtype);
   t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type)
@@ -60,7 +60,8 @@ BackendDescriptor convolution(const ConvGeometry& g) {
 
 // The pass as a graph of one operation over the x, w and y tensors (y = conv(x, w); backward
 // data writes x from y and w; backward filter writes w from x and y).
-BackendDescriptor operation_graph(cudnnHandle_t handle, const ConvProblem& p, const int64_t alignment[3]) {
+BackendDescriptor operation_graph(cudnnHandle_t handle, const ConvProblem& p,
+                                  const int64_t alignment[3]) {
   const ConvGeometry& g = p.geometry;
   const bool cl = g.channels_last;
   const BackendDescriptor x = tensor(kUidX, p.dtype, {g.n, g.c, g.h, g.w}, cl, alignment[0]);
@@ -71,19 +72,28 @@ BackendDescriptor operation_graph(cudnnHandle_t handle, const ConvProblem& p, co
   cudnnBackendDescriptorType_t type = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
   // Attribute names in the order x, w, y, convolution, alpha, beta.
   std::vector<cudnnBackendAttributeName_t> names = {
-      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
-      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
   if (p.pass == ConvPass::BackwardData) {
     type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
-    names = {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    names = {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
   } else if (p.pass == ConvPass::BackwardFilter) {
     type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
-    names = {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
-             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+    names = {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
   }
   BackendDescriptor op(type);
   op.set_descriptor(names[0], x).set_descriptor(names[1], w).set_descriptor(names[2], y);
@@ -100,46 +110,54 @@ BackendDescriptor operation_graph(cudnnHandle_t handle, const ConvProblem& p, co
 
 // The engine configurations one heuristics mode offers, best-ranked first; none when the mode
 // does not support the graph.
-std::vector<BackendDescriptor> configurations(const BackendDescriptor& graph, cudnnBackendHeurMode_t mode) {
+std::vector<BackendDescriptor> configurations(const BackendDescriptor& graph,
+                                              cudnnBackendHeurMode_t mode) {
   BackendDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   heuristics.set_descriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   if (heuristics.try_finalize() != CUDNN_STATUS_SUCCESS) return {};
-  const int64_t count = heuristics.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
-  return cuda::get_descriptors(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count);
+  const int64_t count =
+      heuristics.count(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR);
+  return cuda::get_descriptors(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                               CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count);
 }
 
 // Whether a configuration's engine keeps loom's numerics (conv_engines.h); its global index
 // into `engine`.
 bool qualifies(const BackendDescriptor& config, const ConvProblem& p, int64_t* engine) {
-  const std::vector<BackendDescriptor> engines =
-      cuda::get_descriptors(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
+  const std::vector<BackendDescriptor> engines = cuda::get_descriptors(
+      config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
   if (engines.empty()) return false;
   *engine = engines[0].get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
   cudnnBackendNumericalNote_t notes[32];
-  const int64_t n = engines[0].get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 32, notes);
+  const int64_t n =
+      engines[0].get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 32, notes);
   for (int64_t i = 0; i < std::min<int64_t>(n, 32); ++i) {
     switch (notes[i]) {
       case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
-      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return false;
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
+        return false;
       case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
         if (!p.tensor_ops) return false;
         break;
       case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
         if (p.deterministic) return false;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   cudnnBackendBehaviorNote_t behaviour[32];
-  const int64_t b = engines[0].get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 32, behaviour);
+  const int64_t b =
+      engines[0].get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 32, behaviour);
   for (int64_t i = 0; i < std::min<int64_t>(b, 32); ++i) {
     if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) return false;
   }
   return true;
 }
 
-cudnnStatus_t execute(cudnnHandle_t handle, const BackendDescriptor& plan, const ConvOperands& o, void* workspace) {
+cudnnStatus_t execute(cudnnHandle_t handle, const BackendDescriptor& plan, const ConvOperands& o,
+                      void* workspace) {
   BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   void* pointers[3] = {o.x, o.w, o.y};
   const int64_t uids[3] = {kUidX, kUidW, kUidY};
@@ -151,7 +169,9 @@ cudnnStatus_t execute(cudnnHandle_t handle, const BackendDescriptor& plan, const
 }
 
 Tensor workspace_tensor(size_t bytes, int device) {
-  return bytes ? empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(cuda_device(device))) : Tensor();
+  return bytes ? empty({static_cast<int64_t>(bytes)},
+                       TensorOptions(kUInt8).device(cuda_device(device)))
+               : Tensor();
 }
 
 // The median of three timed runs of `run` after one untimed one, in milliseconds of the
@@ -175,9 +195,12 @@ float median_run_ms(int device, const std::function<bool()>& run) {
 
 const char* pass_name(ConvPass pass) {
   switch (pass) {
-    case ConvPass::Forward: return "forward";
-    case ConvPass::BackwardData: return "backward-data";
-    case ConvPass::BackwardFilter: return "backward-filter";
+    case ConvPass::Forward:
+      return "forward";
+    case ConvPass::BackwardData:
+      return "backward-data";
+    case ConvPass::BackwardFilter:
+      return "backward-filter";
   }
   return "?";
 }
@@ -191,8 +214,12 @@ int64_t operand_alignment(const void* p) {
   return alignment;
 }
 
-ConvEnginePlan::ConvEnginePlan(BackendDescriptor plan, size_t workspace, int64_t engine, const int64_t alignment[3])
-    : plan_(std::move(plan)), workspace_(workspace), engine_(engine), alignment_{alignment[0], alignment[1], alignment[2]} {}
+ConvEnginePlan::ConvEnginePlan(BackendDescriptor plan, size_t workspace, int64_t engine,
+                               const int64_t alignment[3])
+    : plan_(std::move(plan)),
+      workspace_(workspace),
+      engine_(engine),
+      alignment_{alignment[0], alignment[1], alignment[2]} {}
 
 void ConvEnginePlan::run(cudnnHandle_t handle, const ConvOperands& o, void* workspace) const {
   LOOM_ASSERT(operand_alignment(o.x) >= alignment_[0] && operand_alignment(o.w) >= alignment_[1] &&
@@ -202,12 +229,15 @@ void ConvEnginePlan::run(cudnnHandle_t handle, const ConvOperands& o, void* work
 }
 
 TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProblem& problem,
-                                const ConvOperands& operands, size_t workspace_limit, int64_t max_timed) {
-  const int64_t alignment[3] = {operand_alignment(operands.x), operand_alignment(operands.w), operand_alignment(operands.y)};
+                                const ConvOperands& operands, size_t workspace_limit,
+                                int64_t max_timed) {
+  const int64_t alignment[3] = {operand_alignment(operands.x), operand_alignment(operands.w),
+                                operand_alignment(operands.y)};
   const BackendDescriptor graph = operation_graph(handle, problem, alignment);
   std::vector<BackendDescriptor> candidates = configurations(graph, CUDNN_HEUR_MODE_A);
   const size_t ranked = candidates.size();
-  for (BackendDescriptor& c : configurations(graph, CUDNN_HEUR_MODE_FALLBACK)) candidates.push_back(std::move(c));
+  for (BackendDescriptor& c : configurations(graph, CUDNN_HEUR_MODE_FALLBACK))
+    candidates.push_back(std::move(c));
 
   std::set<int64_t> ranked_engines;
   TimedEngine best;
@@ -225,13 +255,14 @@ TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProb
     plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, candidates[i]);
     if (plan.try_finalize() != CUDNN_STATUS_SUCCESS) continue;
     plan.keep_alive(graph);  // the configuration came from heuristics over it
-    const auto bytes = static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
+    const auto bytes =
+        static_cast<size_t>(plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
     if (bytes > workspace_limit) continue;
     const Tensor ws = workspace_tensor(bytes, device);
     void* ws_data = ws.defined() ? ws.raw_data() : nullptr;
     // An engine that fails to run is skipped.
-    const float ms =
-        median_run_ms(device, [&] { return execute(handle, plan, operands, ws_data) == CUDNN_STATUS_SUCCESS; });
+    const float ms = median_run_ms(
+        device, [&] { return execute(handle, plan, operands, ws_data) == CUDNN_STATUS_SUCCESS; });
     if (ms < 0) continue;
     ++best.timed;
     if (!best.plan || ms < best.ms) {
@@ -244,9 +275,10 @@ TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProb
 
 std::string describe(const ConvProblem& p) {
   const ConvGeometry& g = p.geometry;
-  return concat(pass_name(p.pass), " ", dtype_name(p.dtype), g.channels_last ? " NHWC" : " NCHW", " x[", g.n, ",",
-                g.c, ",", g.h, ",", g.w, "] w[", g.o, ",", g.c, ",", g.kh, ",", g.kw, "] stride ", g.stride_h, "x",
-                g.stride_w, " pad ", g.pad_top, "x", g.pad_left, " dilation ", g.dil_h, "x", g.dil_w);
+  return concat(pass_name(p.pass), " ", dtype_name(p.dtype), g.channels_last ? " NHWC" : " NCHW",
+                " x[", g.n, ",", g.c, ",", g.h, ",", g.w, "] w[", g.o, ",", g.c, ",", g.kh, ",",
+                g.kw, "] stride ", g.stride_h, "x", g.stride_w, " pad ", g.pad_top, "x", g.pad_left,
+                " dilation ", g.dil_h, "x", g.dil_w);
 }
 
 }  // namespace loom::detail

@@ -33,16 +33,17 @@ int64_t operand_alignment(const void* p);
 
 struct ConvProblem {
   ConvPass pass = ConvPass::Forward;
-  DType dtype = kFloat32;  // float32 or bfloat16 (float32 accumulation)
-  ConvGeometry geometry;   // padded symmetrically
-  bool tensor_ops = false; // TF32 for float32 data; bfloat16 always uses tensor cores
+  DType dtype = kFloat32;   // float32 or bfloat16 (float32 accumulation)
+  ConvGeometry geometry;    // padded symmetrically
+  bool tensor_ops = false;  // TF32 for float32 data; bfloat16 always uses tensor cores
   bool deterministic = false;
 };
 
 // One finalized execution plan, with everything it refers to.
 class ConvEnginePlan {
  public:
-  ConvEnginePlan(cuda::BackendDescriptor plan, size_t workspace, int64_t engine, const int64_t alignment[3]);
+  ConvEnginePlan(cuda::BackendDescriptor plan, size_t workspace, int64_t engine,
+                 const int64_t alignment[3]);
   size_t workspace() const { return workspace_; }
   int64_t engine() const { return engine_; }  // cuDNN's global engine index
   // Runs the pass on `handle`'s stream; the operands must be as aligned as the search's.
@@ -67,7 +68,8 @@ struct TimedEngine {
 // down-converted inputs or reduced-precision accumulation, no runtime compilation (seconds of
 // NVRTC on a step), tensor cores only when problem.tensor_ops, deterministic when asked.
 TimedEngine fastest_conv_engine(cudnnHandle_t handle, int device, const ConvProblem& problem,
-                                const ConvOperands& operands, size_t workspace_limit, int64_t max_timed);
+                                const ConvOperands& operands, size_t workspace_limit,
+                                int64_t max_timed);
 
 // A line for LOOM_CONV_SEARCH_LOG: the problem's pass, dtype, layout and shapes.
 std::string describe(const ConvProblem& problem);

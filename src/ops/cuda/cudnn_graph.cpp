@@ -11,15 +11,17 @@ BackendDescriptor::BackendDescriptor(cudnnBackendDescriptorType_t type) {
   desc_ = std::shared_ptr<void>(raw, [](void* d) { cudnnBackendDestroyDescriptor(d); });
 }
 
-BackendDescriptor& BackendDescriptor::set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                                          int64_t count, const void* values) {
+BackendDescriptor& BackendDescriptor::set(cudnnBackendAttributeName_t name,
+                                          cudnnBackendAttributeType_t type, int64_t count,
+                                          const void* values) {
   const cudnnStatus_t status = cudnnBackendSetAttribute(get(), name, type, count, values);
-  LOOM_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN graph API: setting attribute ", static_cast<int>(name),
-             " failed: ", cudnnGetErrorString(status));
+  LOOM_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN graph API: setting attribute ",
+             static_cast<int>(name), " failed: ", cudnnGetErrorString(status));
   return *this;
 }
 
-BackendDescriptor& BackendDescriptor::set_int64(cudnnBackendAttributeName_t name, const std::vector<int64_t>& values) {
+BackendDescriptor& BackendDescriptor::set_int64(cudnnBackendAttributeName_t name,
+                                                const std::vector<int64_t>& values) {
   return set(name, CUDNN_TYPE_INT64, static_cast<int64_t>(values.size()), values.data());
 }
 
@@ -35,12 +37,13 @@ void BackendDescriptor::finalize() { LOOM_CUDNN_CHECK(cudnnBackendFinalize(get()
 
 cudnnStatus_t BackendDescriptor::try_finalize() { return cudnnBackendFinalize(get()); }
 
-int64_t BackendDescriptor::count(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type) const {
+int64_t BackendDescriptor::count(cudnnBackendAttributeName_t name,
+                                 cudnnBackendAttributeType_t type) const {
   return get(name, type, 0, nullptr);
 }
 
-int64_t BackendDescriptor::get(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-                               void* values) const {
+int64_t BackendDescriptor::get(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                               int64_t count, void* values) const {
   int64_t returned = 0;
   LOOM_CUDNN_CHECK(cudnnBackendGetAttribute(get(), name, type, count, &returned, values));
   return returned;
@@ -52,7 +55,8 @@ int64_t BackendDescriptor::get_int64(cudnnBackendAttributeName_t name) const {
   return value;
 }
 
-std::vector<BackendDescriptor> get_descriptors(const BackendDescriptor& owner, cudnnBackendAttributeName_t name,
+std::vector<BackendDescriptor> get_descriptors(const BackendDescriptor& owner,
+                                               cudnnBackendAttributeName_t name,
                                                cudnnBackendDescriptorType_t type, int64_t count) {
   std::vector<BackendDescriptor> out;
   std::vector<cudnnBackendDescriptor_t> raw;

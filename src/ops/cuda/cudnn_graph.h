@@ -21,10 +21,12 @@ class BackendDescriptor {
   cudnnBackendDescriptor_t get() const { return desc_.get(); }
 
   // Setters throw a loom::Error naming the attribute when cuDNN refuses the value.
-  BackendDescriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-                         const void* values);
-  BackendDescriptor& set_int64(cudnnBackendAttributeName_t name, const std::vector<int64_t>& values);
-  BackendDescriptor& set_descriptor(cudnnBackendAttributeName_t name, const BackendDescriptor& value);
+  BackendDescriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                         int64_t count, const void* values);
+  BackendDescriptor& set_int64(cudnnBackendAttributeName_t name,
+                               const std::vector<int64_t>& values);
+  BackendDescriptor& set_descriptor(cudnnBackendAttributeName_t name,
+                                    const BackendDescriptor& value);
   // Keeps `other` alive as long as this descriptor (what cuDNN filled in from it may refer to it).
   void keep_alive(const BackendDescriptor& other) { kept_.push_back(other); }
 
@@ -46,7 +48,8 @@ class BackendDescriptor {
 
 // `count` fresh descriptors of `type` filled by cuDNN from a descriptor-valued attribute of
 // `owner` (engine configurations from heuristics, the engine of a configuration).
-std::vector<BackendDescriptor> get_descriptors(const BackendDescriptor& owner, cudnnBackendAttributeName_t name,
+std::vector<BackendDescriptor> get_descriptors(const BackendDescriptor& owner,
+                                               cudnnBackendAttributeName_t name,
                                                cudnnBackendDescriptorType_t type, int64_t count);
 
 }  // namespace loom::cuda
