@@ -25,7 +25,7 @@ if [ "$mode" = sanitize ]; then
   build=build-asan
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
-        -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF
+        -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_GPU_TESTS=OFF
   # The four longest CPU trainings (about 340 s of 2-core CI time under ASan) run in the plain
   # build only: the fit, checkpoint and data-loader code they go through is what the rest of
   # the cpu suite exercises here in seconds.
@@ -34,7 +34,7 @@ elif [ "$mode" = tsan ]; then
   build=build-tsan
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
-        -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF
+        -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF -DLOOM_GPU_TESTS=OFF
   label=(-L distributed)
   targets=(--target distributed_suite)
   # libgomp is not instrumented, so TSan cannot see OpenMP's own synchronisation and would
