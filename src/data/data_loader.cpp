@@ -180,7 +180,8 @@ void DataLoader::fill(int64_t batch, Slot& slot) {
         detail::check_augment_options(options_.augment, c);
         slot.image_shape = img.shape();
         if (to_cuda) {
-          slot.staging.reserve(StagingLayout(slot.capacity, h * w * c, raw).total, options_.pin_memory);
+          slot.staging.reserve(StagingLayout(slot.capacity, h * w * c, raw).total, options_.pin_memory,
+                               to_cuda ? options_.device.index : 0);
         } else {
           slot.images = empty({slot.capacity, c, h, w}, kFloat32);
           slot.labels = empty({slot.capacity}, kInt64);

@@ -19,12 +19,12 @@ void HostBuffer::release() {
   pinned_ = false;
 }
 
-void HostBuffer::reserve(size_t nbytes, bool pinned) {
+void HostBuffer::reserve(size_t nbytes, bool pinned, int device) {
   if (nbytes <= capacity_ && pinned == pinned_) return;
   release();
   if (nbytes == 0) return;
   if (pinned) {
-    data_ = detail::pinned_alloc(nbytes);
+    data_ = detail::pinned_alloc(nbytes, device);
     pinned_ = data_ != nullptr;
   }
   if (data_ == nullptr) {

@@ -7,7 +7,7 @@
 namespace loom::data {
 
 namespace detail {
-void* pinned_alloc(size_t) { return nullptr; }
+void* pinned_alloc(size_t, int) { return nullptr; }
 void pinned_free(void*) {}
 }  // namespace detail
 

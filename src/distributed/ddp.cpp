@@ -141,7 +141,7 @@ struct DistributedDataParallel::Reducer {
     }
     next_bucket = 0;
     finishing_queued = false;
-    stats = DdpStepStats{static_cast<int>(buckets.size()), 0, 0};
+    stats = DdpStepStats{static_cast<int>(buckets.size()), 0, 0, 0};
   }
 
   // A parameter's gradient is final for this backward.
@@ -161,7 +161,10 @@ struct DistributedDataParallel::Reducer {
       bucket.incoming.push_back(dense);
     }
     slot.param.set_grad(slot.view);
-    if (--bucket.pending == 0) launch_ready(from_hook);
+    if (--bucket.pending == 0) {
+      if (static_cast<size_t>(slot.bucket) != next_bucket && from_hook) ++stats.held_back;
+      launch_ready(from_hook);
+    }
   }
 
   // Buckets start in index order on every rank, so their collectives match across ranks.
@@ -275,7 +278,21 @@ DistributedDataParallel::~DistributedDataParallel() {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   Reducer& r = *reducer_;
-  if (r.finishing_queued) r.reset();  // the last backward threw before its end
+  if (r.finishing_queued) {
+    // The last backward threw before its end. Had it started buckets, the peers (which started
+    // all of theirs) would pair this step's first bucket with their later ones: garbage or a
+    // hang. So the group goes down, as for a missing gradient; a throw before any bucket
+    // started only costs this rank's partial gradients.
+    const bool started = r.next_bucket > 0;
+    r.reset();
+    if (started && group_->size() > 1) {
+      const std::string message = detail::concat(
+          "DistributedDataParallel: ", group_->who(), ": the last backward threw after some of its buckets "
+          "were all-reduced, so this rank's collectives no longer pair with the other ranks'");
+      group_->abort(message);
+      throw Error(message);
+    }
+  }
   if (r.options.broadcast_buffers && is_training() && group_->size() > 1) {
     for (const Arena& a : r.buffer_arenas) group_->broadcast(a.flat, 0)->wait_stream();
   }

@@ -47,6 +47,11 @@ struct DdpStepStats {
   int buckets = 0;
   int launched_during_backward = 0;  // all-reduces started from gradient hooks
   int launched_at_end = 0;           // started by the end-of-backward callback
+  // Buckets whose gradients were all ready while an earlier bucket still waited for one: they
+  // start late, because buckets start in index order (the order every rank agrees on). Zero
+  // when backward fills the buckets in their layout's order, as it does for loom's zoo models;
+  // PyTorch rebuilds its buckets after the first step for models where it is not.
+  int held_back = 0;
 };
 
 class DistributedDataParallel : public nn::Module {

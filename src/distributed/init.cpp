@@ -50,21 +50,13 @@ std::shared_ptr<Store> next_group_store(const LaunchEnvironment& env, std::chron
   return std::make_shared<PrefixStore>(store, detail::concat("g", groups++, "/"));
 }
 
-// A group that keeps alive what it was made with (the store that serves the other ranks).
-GroupPtr keeping(GroupPtr group, std::shared_ptr<void> alongside) {
-  struct Both {
-    GroupPtr group;
-    std::shared_ptr<void> alongside;
-  };
-  auto both = std::make_shared<Both>(Both{group, std::move(alongside)});
-  return GroupPtr(both, both->group.get());
-}
-
 bool mpi_launched(const LaunchEnvironment& env) { return env.launcher == "mpirun"; }
 
 GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions& options) {
   const int device = local_cuda_device(env, cuda_device_count());
-  cuda::DeviceGuard guard(device);
+  // For good, as torch.cuda.set_device(LOCAL_RANK): a guard would put the thread back on
+  // cuda:0, and every later call there would make this process a context on GPU 0.
+  cuda::set_device(device);
   if (env.world_size == 1) return make_nccl_group(nccl_unique_id(), 0, 1, device, options);
   NcclId id{};
   if (mpi_launched(env) && backend_available(Backend::Mpi) && env.master_addr.empty()) {
@@ -89,7 +81,7 @@ GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions&
                got.size(), " bytes, not ", id.size());
     std::memcpy(id.data(), got.data(), id.size());
   }
-  return keeping(make_nccl_group(id, env.rank, env.world_size, device, options), store);
+  return make_nccl_group(id, env.rank, env.world_size, device, options, nullptr, store);
 }
 
 }  // namespace

@@ -66,7 +66,9 @@ int local_cuda_device(const LaunchEnvironment& env, int visible);
 //   CPU:  MPI under mpirun when loom was built with MPI, else the TCP backend through the
 //         rendezvous store on MASTER_ADDR:MASTER_PORT;
 //   CUDA: NCCL on cuda:local_cuda_device(env, visible GPUs) (the device index of `device` is
-//         ignored), its unique id sent by MPI or the TCP store.
+//         ignored), its unique id sent by MPI or the TCP store. That device becomes the calling
+//         thread's current device for good (as torch.cuda.set_device), so that nothing this
+//         process does later makes a CUDA context on another rank's GPU.
 // `backend` forces one (Auto chooses as above). Without a launcher: a group of one rank.
 // Every rank's default random generator is then seeded from its seed and the rank, as spawn
 // does, so both launches draw the same numbers.

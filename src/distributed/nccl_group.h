@@ -10,6 +10,7 @@
 #include <string>
 
 #include "loom/distributed/process_group.h"
+#include "loom/distributed/store.h"
 
 namespace loom::dist {
 
@@ -21,8 +22,12 @@ NcclId nccl_unique_id();
 // Joins the communicator named by `id` as `rank` of `size`, on cuda:`device`. Returns once
 // every rank has joined; throws loom::Error after options.timeout, or as soon as *cancel turns
 // true (spawn sets it when another rank has failed), naming the rank and what it waited for.
+// `store`, the job's rendezvous store when the ranks are processes, carries an abort to the
+// other processes (store_abort.h), which then fail within ~0.1 s instead of at their timeout;
+// the group keeps it alive. Threads of one process need none: spawn aborts every rank's group.
 GroupPtr make_nccl_group(const NcclId& id, int rank, int size, int device,
-                         const GroupOptions& options = {}, const std::atomic<bool>* cancel = nullptr);
+                         const GroupOptions& options = {}, const std::atomic<bool>* cancel = nullptr,
+                         std::shared_ptr<Store> store = nullptr);
 
 // "2.28.9", the library loom runs with; "none" in a build without CUDA.
 std::string nccl_version();

@@ -8,7 +8,8 @@ namespace loom::dist {
 
 NcclId nccl_unique_id() { loom::detail::throw_no_cuda("nccl_unique_id"); }
 
-GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&, const std::atomic<bool>*) {
+GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&, const std::atomic<bool>*,
+                         std::shared_ptr<Store>) {
   loom::detail::throw_no_cuda("the NCCL backend");
 }
 

@@ -127,6 +127,12 @@ PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model, std::v
     cuts = balanced_cuts(costs, stages);
   }
   cuts.push_back(layers);
+  // Hand-overs between GPUs then go over NVLink (or PCIe peer to peer), not through host memory.
+  for (size_t s = 0; s + 1 < devices.size(); ++s) {
+    if (devices[s].is_cuda() && devices[s + 1].is_cuda()) {
+      cuda::enable_peer_access(devices[s].index, devices[s + 1].index);
+    }
+  }
 
   const auto& children = model_->named_children();
   int64_t begin = 0;
@@ -205,10 +211,11 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
   Streams& st = *streams_;
   const auto is_gpu = [&](int s) { return st.stream[s] != nullptr; };
 
-  // Every stage stream waits for its device's compute stream: the batch and the last update.
+  // Every stage stream waits for its device's current stream (the caller's: a spawn rank's or a
+  // StreamGuard's, not necessarily the compute stream): the batch and the last update.
   for (int s = 0; s < stages; ++s) {
     if (!is_gpu(s)) continue;
-    st.handover[s]->record(cuda::default_stream(st.device[s]));
+    st.handover[s]->record(cuda::current_stream(st.device[s]));
     st.handover[s]->wait(st.stream[s]);
   }
 
@@ -326,7 +333,7 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
     for (int t = 0; t < stages; ++t) {
       if (!is_gpu(t)) continue;
       st.handover[s]->wait(st.stream[t]);
-      st.handover[s]->wait(cuda::default_stream(st.device[t]));
+      st.handover[s]->wait(cuda::current_stream(st.device[t]));
     }
   }
   state = StepState(0, 0);  // what was in flight is free for the stage streams again

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loom/tensor/cuda/graph.h"
+#include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/shape.h"
 
 namespace loom::dist {
@@ -77,8 +78,10 @@ void ProcessGroup::abort(const std::string& reason) {
     aborted_.store(true);
     pending.swap(in_flight_);
   }
-  for (const WorkPtr& w : pending) w->mark_failed(reason);
+  // The backend first: a waiter woken by its work's failure may free the work's tensors, which
+  // a collective not yet told to stop (NCCL's kernels before ncclCommAbort) could still touch.
   on_abort(reason);
+  for (const WorkPtr& w : pending) w->mark_failed(reason);
 }
 
 WorkPtr ProcessGroup::make_work(const CollectiveInfo& info) {
@@ -171,6 +174,25 @@ WorkPtr ProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, 
 
 WorkPtr ProcessGroup::barrier() {
   return run(OpKind::Barrier, ReduceOp::Sum, -1, Tensor(), Tensor(), {});
+}
+
+WorkPtr ProcessGroup::watch_stream(const std::string& what) {
+  CollectiveInfo info;
+  info.sequence = sequence_;
+  info.what = detail::concat(what, " (after collective #", sequence_, ")");
+  if (is_aborted()) {
+    throw Error(detail::concat("loom.dist: ", who(), ": ", info.what, " refused: the group was aborted: ",
+                               abort_reason()));
+  }
+  WorkPtr work = make_work(info);
+  if (!device_.is_cuda()) {
+    work->mark_completed();
+    return work;
+  }
+  auto done = std::make_shared<cuda::Event>(device_.index, false);
+  done->record(cuda::current_stream(device_.index));
+  work->mark_launched(std::move(done));
+  return work;
 }
 
 WorkPtr ProcessGroup::run(OpKind kind, ReduceOp reduce, int root, const Tensor& input,

@@ -59,6 +59,14 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // Completes when every rank has called it.
   WorkPtr barrier();
 
+  // Watches device work that runs this group's collectives without start() seeing them: a
+  // replay of a graph that captured them. The returned work completes when what the current
+  // stream of device() holds now has finished; until then it is in flight with the group's
+  // deadline like a collective, so a replay stuck on a dead peer aborts the group (and fails its
+  // waiters) instead of blocking the host forever. `what` names it in errors ("a captured
+  // step's replay"). CPU groups: completed at once.
+  WorkPtr watch_stream(const std::string& what);
+
   // Poisons the group: pending and later collectives of this rank fail with `reason`, and the
   // backend makes the other ranks' fail too (threads: at once; NCCL: its communicator is
   // aborted). Idempotent; the first reason is kept.

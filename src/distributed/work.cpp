@@ -1,8 +1,7 @@
 // Work: the state of one collective, waited on with the group's deadline.
 #include "loom/distributed/work.h"
 
-#include <thread>
-
+#include "loom/distributed/poll.h"
 #include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/shape.h"
 
@@ -30,6 +29,7 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 std::string CollectiveInfo::describe() const {
+  if (!what.empty()) return what;
   std::string s = detail::concat(op_kind_name(kind), " #", sequence);
   if (kind == OpKind::Barrier) return s;
   s += " (";
@@ -122,7 +122,7 @@ void Work::throw_failure() {
 void Work::wait_until(State target) {
   // A launched CUDA work is polled (its event may belong to a kernel that waits on a peer that
   // is gone: cudaEventSynchronize could block forever); first by yielding, then by short sleeps.
-  int spins = 0;
+  Backoff backoff;
   for (;;) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (state_ == State::Failed) throw_failure();
@@ -142,11 +142,7 @@ void Work::wait_until(State target) {
     }
     lock.unlock();
     if (poll()) continue;
-    if (++spins < 2000) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
+    backoff.pause();
   }
 }
 

@@ -34,6 +34,9 @@ struct CollectiveInfo {
   int root = -1;                    // broadcast
   DType dtype = kFloat32;
   Shape shape;  // the caller's tensor (all_gather: the input; reduce_scatter: the output)
+  // Set for watched device work that is not one collective (ProcessGroup::watch_stream): what
+  // it is, as errors name it; the fields above then mean nothing.
+  std::string what;
 
   // "all_reduce #3 (sum, float32 [4, 5])"
   std::string describe() const;

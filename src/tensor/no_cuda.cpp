@@ -38,6 +38,8 @@ void Graph::capture_end() { detail::throw_no_cuda("Graph::capture_end"); }
 void Graph::capture_abort() noexcept {}
 void Graph::refresh(const std::function<void()>&) { detail::throw_no_cuda("Graph::refresh"); }
 void Graph::replay() { detail::throw_no_cuda("Graph::replay"); }
+void Graph::keep_alive(std::shared_ptr<void>) {}
+void keep_alive_while_captured(int, std::shared_ptr<void>) {}
 bool capturing(int) { return false; }
 void check_not_capturing(int, const char*, const char*) {}
 ReplayConstant replay_constant(int, const void*, size_t) { return {nullptr, true}; }
@@ -48,6 +50,7 @@ StreamHandle default_stream(int) { detail::throw_no_cuda("default_stream"); }
 void set_current_stream(int, StreamHandle) { detail::throw_no_cuda("set_current_stream"); }
 StreamHandle create_stream(int) { detail::throw_no_cuda("create_stream"); }
 void destroy_stream(int, StreamHandle) { detail::throw_no_cuda("destroy_stream"); }
+bool enable_peer_access(int, int) { detail::throw_no_cuda("enable_peer_access"); }
 void synchronize(int) { detail::throw_no_cuda("synchronize"); }
 void synchronize_stream(StreamHandle) { detail::throw_no_cuda("synchronize_stream"); }
 void profiler_start() { detail::throw_no_cuda("profiler_start"); }

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "loom/distributed/agreement.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/train/precision.h"
 
@@ -68,6 +69,21 @@ CapturedStep::Shape* CapturedStep::shape_for(const Tensor& inputs, const Tensor&
   return shapes_.back().get();
 }
 
+bool CapturedStep::ranks_disagree(const Tensor& inputs, const Tensor& labels) {
+  if (!options_.group || options_.group->size() == 1) return false;
+  // FNV-1a over what shape_for tells shapes apart by.
+  uint64_t key = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { key = (key ^ v) * 1099511628211ull; };
+  for (const auto& shape : {inputs.shape(), labels.shape()}) {
+    mix(shape.size());
+    for (int64_t d : shape) mix(static_cast<uint64_t>(d));
+  }
+  mix(static_cast<uint64_t>(inputs.dtype()));
+  mix(static_cast<uint64_t>(labels.dtype()));
+  mix(model_.is_training() ? 1 : 0);
+  return !dist::all_equal(*options_.group, key);
+}
+
 void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels) {
   const int device = inputs.device().index;
   // The static input keeps the inputs' layout: a channels-last batch stays channels-last.
@@ -107,6 +123,7 @@ CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& label
   if (!inputs.is_cuda()) return eager(inputs, labels);
   LOOM_CHECK(labels.device() == inputs.device(), "CapturedStep::run: labels on ", labels.device().str(),
              " but inputs on ", inputs.device().str());
+  if (ranks_disagree(inputs, labels)) return eager(inputs, labels);
   Shape* s = shape_for(inputs, labels);
   if (s == nullptr || s->eager_runs < options_.warmup_steps) {
     if (s != nullptr) ++s->eager_runs;
@@ -124,7 +141,12 @@ CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& label
     }
     s->graph->refresh([this] { optimizer_.step(); });
   }
+  if (options_.group) {
+    LOOM_CHECK(!options_.group->is_aborted(), "CapturedStep: ", options_.group->who(), " was aborted (",
+               options_.group->abort_reason(), "): its captured collectives cannot run again");
+  }
   s->graph->replay();
+  if (options_.group) options_.group->watch_stream("a captured step's replay");
   ++replays_;
   return {s->loss, s->outputs, true};
 }

@@ -28,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "loom/distributed/process_group.h"
 #include "loom/nn/module.h"
 #include "loom/optim/optimizer.h"
 #include "loom/train/fit.h"
@@ -49,6 +50,16 @@ class CapturedStep {
     // The forward pass under loom::Autocast, its output widened to float32 (train::forward):
     // bf16 mixed precision, captured with the rest of the step.
     bool autocast = false;
+    // The ranks that run this step together (fit passes DistributedDataParallel's group). NCCL
+    // requires every rank to capture, replay or run eagerly the same collectives at the same
+    // step, so with two or more ranks each CUDA step first checks over the group that every
+    // rank has a batch of the same shape (dist::all_equal: one small host-waited collective).
+    // When the shapes differ (a loader that skipped bad samples), every rank runs that step
+    // eagerly, and none counts it towards capturing, so the ranks' choices stay the same. Each
+    // replay is watched with the group's timeout (a peer that died fails the step instead of
+    // hanging it), a replay after the group aborted is refused, and the group outlives the
+    // graphs that captured its collectives.
+    dist::GroupPtr group;
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);
@@ -75,11 +86,13 @@ class CapturedStep {
   Result eager(const Tensor& inputs, const Tensor& labels);
   void capture(Shape& shape, const Tensor& inputs, const Tensor& labels);
   Shape* shape_for(const Tensor& inputs, const Tensor& labels);
+  // Whether some rank of options_.group has a batch of another shape this step.
+  bool ranks_disagree(const Tensor& inputs, const Tensor& labels);
 
   nn::Module& model_;
   LossFn loss_;
   optim::Optimizer& optimizer_;
-  Options options_;
+  Options options_;  // before shapes_: the group outlives the graphs
   std::vector<std::unique_ptr<Shape>> shapes_;
   int64_t replays_ = 0, eager_steps_ = 0;
 };

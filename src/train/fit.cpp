@@ -221,6 +221,7 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     capture_options.before_update = clip;      // on the device, captured with the step
     capture_options.after_step = add_to_sums;  // inside the graph, with the step
     capture_options.autocast = options.autocast;
+    capture_options.group = options.group;  // every rank captures and replays at the same steps
     captured = std::make_unique<CapturedStep>(model, loss_fn, optimizer, capture_options);
   }
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);

@@ -1,7 +1,7 @@
 // train::CapturedStep on the GPU: replayed steps give bit for bit the eager steps' parameters,
 // optimizer state and batch-norm statistics (with a learning-rate change and a second shape in
 // between), steps that cannot be captured are errors that leave the model as it was, and the
-// graph's memory is its own.
+// graph's memory is its own; over several ranks, every rank captures and replays alike.
 #include <optional>
 
 #include <loom/loom.h>
@@ -276,6 +276,79 @@ TEST(CapturedStep, AutocastTrainingTracksFloat32) {
     EXPECT_NEAR(bf16.epochs[e].at("val_loss"), f32.epochs[e].at("val_loss"), 0.03);
   }
   EXPECT_LT(bf16.epochs.back().at("loss"), 0.8 * bf16.epochs.front().at("loss"));
+}
+
+// Over several ranks (finding F5): NCCL requires every rank to capture, replay or run eagerly
+// the same collectives at the same step, so the ranks agree on each step's batch shape, and a
+// step where they differ runs eagerly everywhere. Two thread ranks share the one GPU here (the
+// threads backend); the step itself has no collective, so any rank may capture it, and the
+// counts show whether the ranks chose alike.
+struct Counts {
+  int64_t replays = 0, eager = 0;
+  size_t graphs = 0;
+};
+
+// Each rank trains its own copy of the model on batches of the sizes given for it.
+std::vector<Counts> train_ranks(const std::vector<std::vector<int64_t>>& sizes, bool agree) {
+  std::vector<Counts> counts(sizes.size());
+  dist::SpawnOptions options;
+  options.backend = dist::Backend::Threads;
+  dist::spawn(static_cast<int>(sizes.size()), kCUDA, [&](dist::ProcessGroup& g) {
+    auto model = small_model(3);
+    optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-3));
+    CapturedStep::Options o;
+    if (agree) o.group = g.shared_from_this();
+    CapturedStep step(*model, train::binary_cross_entropy_loss(), opt, o);
+    Generator gen(11 + static_cast<uint64_t>(g.rank()));
+    for (int64_t n : sizes[static_cast<size_t>(g.rank())]) {
+      step.run(uniform({n, 3, 8, 8}, -1.0, 1.0, kFloat32, &gen).cuda(), randint(0, 2, {n}, kInt64, &gen).cuda());
+    }
+    counts[static_cast<size_t>(g.rank())] = {step.replays(), step.eager_steps(), step.graphs()};
+  }, options);
+  return counts;
+}
+
+TEST(CapturedStepRanks, AStepWhereOneRankHasAnotherShapeRunsEagerlyOnEveryRank) {
+  LOOM_REQUIRE_CUDA();
+  // Rank 1's loader skipped samples at step 3.
+  const std::vector<std::vector<int64_t>> sizes = {{16, 16, 16, 16, 16, 16, 16}, {16, 16, 16, 9, 16, 16, 16}};
+  const std::vector<Counts> agreed = train_ranks(sizes, true);
+  for (const Counts& c : agreed) {
+    EXPECT_EQ(c.eager, 2);    // the warm-up step and step 3
+    EXPECT_EQ(c.replays, 5);  // steps 1, 2, 4, 5, 6
+    EXPECT_EQ(c.graphs, 1u);  // nobody captured the shape only one rank had
+  }
+  // Without the agreement the ranks choose apart: rank 0 replays a step rank 1 runs eagerly (over
+  // NCCL, a hang or a collective paired with the wrong one).
+  const std::vector<Counts> apart = train_ranks(sizes, false);
+  EXPECT_NE(apart[0].replays, apart[1].replays);
+}
+
+TEST(CapturedStepRanks, RanksWithTheSameShapesCaptureAndReplayAlike) {
+  LOOM_REQUIRE_CUDA();
+  const std::vector<Counts> c = train_ranks({{8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}}, true);
+  for (const Counts& r : c) {
+    EXPECT_EQ(r.eager, 2);
+    EXPECT_EQ(r.replays, 4);
+    EXPECT_EQ(r.graphs, 2u);
+  }
+}
+
+TEST(CapturedStepRanks, AReplayAfterTheGroupAbortedIsRefused) {
+  LOOM_REQUIRE_CUDA();
+  const dist::GroupPtr g = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
+  auto model = small_model(4);
+  optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-3));
+  CapturedStep::Options o;
+  o.group = g;
+  CapturedStep step(*model, train::binary_cross_entropy_loss(), opt, o);
+  Generator gen(5);
+  const Tensor x = uniform({4, 3, 8, 8}, -1.0, 1.0, kFloat32, &gen).cuda();
+  const Tensor y = randint(0, 2, {4}, kInt64, &gen).cuda();
+  step.run(x, y);
+  EXPECT_TRUE(step.run(x, y).replayed);
+  g->abort("rank 1 of 2 (nccl) aborted: a test");
+  EXPECT_LOOM_ERROR(step.run(x, y), "was aborted (rank 1 of 2 (nccl) aborted: a test)");
 }
 
 }  // namespace

@@ -11,10 +11,15 @@ namespace loom::data {
 
 namespace detail {
 
-void* pinned_alloc(size_t nbytes) {
+void* pinned_alloc(size_t nbytes, int device) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= device) {
     cudaGetLastError();  // reset the error state so later checks do not report this one
+    return nullptr;
+  }
+  // For good, not a guard: restoring the thread's device 0 would make a context on GPU 0.
+  if (cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
     return nullptr;
   }
   void* ptr = nullptr;
@@ -82,7 +87,9 @@ void DeviceTransfer::upload(int slot, const std::vector<std::pair<const void*, T
 }
 
 void DeviceTransfer::wait_host_free(int slot) {
-  cuda::DeviceGuard guard(impl_->device);
+  // Called from the loader's workers, which serve this device only: set for good, since a guard
+  // would put the thread back on cuda:0 and make this process a context there.
+  cuda::set_device(impl_->device);
   LOOM_CUDA_CHECK(cudaEventSynchronize(impl_->copied.at(static_cast<size_t>(slot))));
 }
 

@@ -3,10 +3,14 @@
 
 #include <nccl.h>
 
-#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <iostream>
+#include <optional>
 
+#include "loom/distributed/poll.h"
+#include "loom/distributed/store_abort.h"
+#include "loom/distributed/watchdog.h"
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
@@ -48,8 +52,9 @@ double seconds_since(Clock::time_point start) {
 class NcclGroup : public ProcessGroup {
  public:
   NcclGroup(const NcclId& id, int rank, int size, int device, const GroupOptions& options,
-            const std::atomic<bool>* cancel)
+            const std::atomic<bool>* cancel, std::shared_ptr<Store> store)
       : ProcessGroup(rank, size, cuda_device(device), options), device_(device) {
+    warn_if_blocking_forced();
     cuda::DeviceGuard guard(device);
     stream_ = cuda::create_stream(device);
     ncclUniqueId uid;
@@ -74,16 +79,14 @@ class NcclGroup : public ProcessGroup {
     }
     barrier_buffer_ = zeros({1}, TensorOptions(kFloat32).device(cuda_device(device)));
     ready_ = std::make_unique<cuda::Event>(device, false);
-    watchdog_ = std::thread([this] { watch(); });
+    if (store) abort_signal_.emplace(std::move(store));
+    watchdog_ = std::make_unique<Watchdog>(
+        [this] { cuda::set_device(device_); }, [this] { return check_health(); },
+        [this](const std::string& reason) { abort(reason); }, std::chrono::milliseconds(2));
   }
 
   ~NcclGroup() override {
-    {
-      std::lock_guard<std::mutex> lock(watch_mutex_);
-      stopping_ = true;
-    }
-    watch_changed_.notify_all();
-    if (watchdog_.joinable()) watchdog_.join();
+    watchdog_.reset();
     try {
       close();
     } catch (const std::exception&) {
@@ -112,7 +115,7 @@ class NcclGroup : public ProcessGroup {
                                     : detail::concat("NCCL: ", ncclGetErrorString(status));
     if (!failure.empty()) {
       work->mark_failed(failure);
-      abort_later(failure);
+      watchdog_->poke(failure);  // abort() needs comm_mutex_, which this thread holds
       return;
     }
     std::shared_ptr<cuda::Event> done = spare_event();
@@ -120,13 +123,18 @@ class NcclGroup : public ProcessGroup {
     // Inside a capture the collective is a node of the graph: the watchdog cannot poll its
     // event, and NCCL's asynchronous error is what reports a replay's failure.
     if (cuda::capturing(device_)) {
+      // NCCL finalises a communicator only once every graph that captured it is gone.
+      cuda::keep_alive_while_captured(device_, shared_from_this());
       work->mark_captured(std::move(done));
     } else {
       work->mark_launched(std::move(done));
     }
   }
 
-  void on_abort(const std::string&) override {
+  void on_abort(const std::string& reason) override {
+    // Other processes first: ncclCommAbort ends only this process's kernels. A start() under
+    // way sees the abort flag in settle() and lets go of the mutex within microseconds.
+    if (abort_signal_ && !reason_came_from_store(reason)) abort_signal_->raise(who(), reason);
     std::lock_guard<std::mutex> lock(comm_mutex_);
     if (comm_aborted_) return;
     comm_aborted_ = true;
@@ -181,51 +189,59 @@ class NcclGroup : public ProcessGroup {
     return events_.back();
   }
 
-  // Waits while the non-blocking communicator is busy (joining, or enqueuing a collective);
-  // returns "" once it is ready, else what went wrong.
+  // Waits while the non-blocking communicator is busy (joining, or enqueuing a collective, which
+  // with two or more ranks NCCL does on a helper thread of its own); returns "" once it is
+  // ready, else what went wrong. Spins before it sleeps (poll.h): a collective's enqueue takes
+  // microseconds, and this runs inside backward's bucket hooks. Gives up at once when the group
+  // is aborted or *cancel turns true, so that an abort never queues behind a stuck enqueue.
   std::string settle(Clock::time_point deadline, const std::atomic<bool>* cancel) {
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      const ncclResult_t query = ncclCommGetAsyncError(comm_, &state);
-      if (query != ncclSuccess) return detail::concat("NCCL: ", ncclGetErrorString(query));
-      if (state == ncclSuccess) return {};
-      if (state != ncclInProgress) {
-        return detail::concat("NCCL: ", ncclGetErrorString(state), " (", ncclGetLastError(comm_), ")");
-      }
-      if (cancel && cancel->load()) return "another rank failed first";
-      if (Clock::now() >= deadline) {
-        return "timed out (the group's timeout): a rank never joined or stopped answering";
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::string failure;
+    const PollEnd end = poll_until(
+        [&] {
+          ncclResult_t state = ncclSuccess;
+          const ncclResult_t query = ncclCommGetAsyncError(comm_, &state);
+          if (query != ncclSuccess) {
+            failure = detail::concat("NCCL: ", ncclGetErrorString(query));
+          } else if (state != ncclSuccess && state != ncclInProgress) {
+            failure = detail::concat("NCCL: ", ncclGetErrorString(state), " (", ncclGetLastError(comm_), ")");
+          }
+          return state != ncclInProgress || !failure.empty();
+        },
+        deadline, [&] { return is_aborted() || (cancel && cancel->load()); });
+    if (!failure.empty()) return failure;
+    switch (end) {
+      case PollEnd::Finished: return {};
+      case PollEnd::Stopped:
+        return is_aborted() ? detail::concat("the group was aborted: ", abort_reason())
+                            : std::string("another rank failed first");
+      case PollEnd::TimedOut: break;
     }
+    return "timed out (the group's timeout): a rank never joined or stopped answering";
   }
 
-  // abort() from another thread: start() holds comm_mutex_, which on_abort() needs.
-  void abort_later(const std::string& reason) {
-    std::lock_guard<std::mutex> lock(watch_mutex_);
-    pending_abort_ = reason;
-    watch_changed_.notify_all();
-  }
-
-  // The watchdog: completes finished collectives (releasing their tensors), and aborts the
-  // communicator when NCCL reports an error or the oldest collective passes its deadline,
-  // also when nobody waits on the host (DDP only makes streams wait).
-  void watch() {
-    for (;;) {
-      std::string reason;
-      {
-        std::unique_lock<std::mutex> lock(watch_mutex_);
-        watch_changed_.wait_for(lock, std::chrono::milliseconds(2),
-                                [&] { return stopping_ || !pending_abort_.empty(); });
-        if (stopping_) return;
-        reason.swap(pending_abort_);
+  // NCCL_COMM_BLOCKING=1 overrides config.blocking = 0: every NCCL call then blocks until the
+  // peers answer, and a rank that never joins hangs this one past the group's timeout.
+  static void warn_if_blocking_forced() {
+    static const bool warned = [] {
+      const char* v = std::getenv("NCCL_COMM_BLOCKING");
+      if (v != nullptr && std::strcmp(v, "1") == 0) {
+        std::cerr << "loom.dist: NCCL_COMM_BLOCKING=1 makes NCCL's calls blocking: the group's timeout "
+                     "and abort can no longer end a collective whose peer never arrives (unset it)\n";
       }
-      if (is_aborted()) continue;
-      if (reason.empty()) reason = check_health();
-      if (!reason.empty()) abort(reason);
-    }
+      return true;
+    }();
+    (void)warned;
   }
 
+  static constexpr const char* kFromStore = "through the job's store: ";
+  static bool reason_came_from_store(const std::string& reason) {
+    return reason.rfind(kFromStore, 0) == 0;
+  }
+
+  // The watchdog's check: completes finished collectives (releasing their tensors), and names
+  // what should abort the communicator: an error NCCL reports, the oldest collective (or
+  // watched replay) past its deadline, also when nobody waits on the host (DDP only makes
+  // streams wait), or another process's abort read from the store.
   std::string check_health() {
     {
       std::lock_guard<std::mutex> lock(comm_mutex_);
@@ -242,6 +258,11 @@ class NcclGroup : public ProcessGroup {
       return detail::concat(pending.front()->info().describe(),
                             " passed the group's timeout on the device: a peer never joined it");
     }
+    // A store round trip is ~0.1 ms: asked every 100 ms, not at every check.
+    if (abort_signal_ && Clock::now() >= next_store_poll_) {
+      next_store_poll_ = Clock::now() + std::chrono::milliseconds(100);
+      if (std::optional<std::string> news = abort_signal_->poll()) return kFromStore + *news;
+    }
     return {};
   }
 
@@ -250,14 +271,10 @@ class NcclGroup : public ProcessGroup {
   void close() {
     bool finished = true;
     for (const WorkPtr& w : in_flight()) {
-      while (!w->is_completed()) {
-        if (Clock::now() >= w->deadline()) {
-          finished = false;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (poll_until([&] { return w->is_completed(); }, w->deadline()) != PollEnd::Finished) {
+        finished = false;
+        break;
       }
-      if (!finished) break;
     }
     {
       std::lock_guard<std::mutex> lock(comm_mutex_);
@@ -289,11 +306,9 @@ class NcclGroup : public ProcessGroup {
   std::mutex comm_mutex_;  // one thread at a time in NCCL calls on comm_
   bool comm_aborted_ = false;
 
-  std::thread watchdog_;
-  std::mutex watch_mutex_;
-  std::condition_variable watch_changed_;
-  bool stopping_ = false;
-  std::string pending_abort_;
+  std::optional<StoreAbortSignal> abort_signal_;  // processes: the job's store tells the others
+  Clock::time_point next_store_poll_{};            // the watchdog's thread only
+  std::unique_ptr<Watchdog> watchdog_;             // last: it calls into everything above
 };
 
 }  // namespace
@@ -307,12 +322,13 @@ NcclId nccl_unique_id() {
 }
 
 GroupPtr make_nccl_group(const NcclId& id, int rank, int size, int device,
-                         const GroupOptions& options, const std::atomic<bool>* cancel) {
+                         const GroupOptions& options, const std::atomic<bool>* cancel,
+                         std::shared_ptr<Store> store) {
   LOOM_CHECK(size >= 1, "make_nccl_group: world size must be at least 1, got ", size);
   LOOM_CHECK(rank >= 0 && rank < size, "make_nccl_group: rank ", rank, " is outside [0, ", size, ")");
   LOOM_CHECK(device >= 0 && device < cuda_device_count(), "make_nccl_group: rank ", rank,
              " asks for cuda:", device, " but ", cuda_device_count(), " CUDA devices are visible");
-  return std::make_shared<NcclGroup>(id, rank, size, device, options, cancel);
+  return std::make_shared<NcclGroup>(id, rank, size, device, options, cancel, std::move(store));
 }
 
 std::string nccl_version() {

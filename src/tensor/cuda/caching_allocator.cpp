@@ -50,23 +50,33 @@ Registry& registry() {
   return *r;
 }
 
-// Releases every free block of one pool to CUDA; the caller holds pool.mutex.
-void release_free_blocks(int device, DevicePool& pool) {
-  if (pool.free_blocks.empty()) return;
+// Takes every free block out of one pool; the caller holds pool.mutex.
+std::vector<std::pair<void*, size_t>> take_free_blocks(DevicePool& pool) {
+  std::vector<std::pair<void*, size_t>> blocks;
+  for (auto& [key, ptrs] : pool.free_blocks) {
+    for (void* p : ptrs) blocks.emplace_back(p, key.second);
+  }
+  pool.free_blocks.clear();
+  return blocks;
+}
+
+// Gives blocks taken from a pool back to CUDA, without holding pool.mutex: the synchronisation
+// may wait for a kernel (an NCCL collective whose peer is gone) that only another thread can
+// end, and that thread (a watchdog completing a work) may need the lock to free a tensor.
+void free_blocks(int device, DevicePool& pool, const std::vector<std::pair<void*, size_t>>& blocks) {
+  if (blocks.empty()) return;
   DeviceGuard guard(device);
   // Blocks freed on a stream may still be read by queued kernels.
   LOOM_CUDA_CHECK(cudaDeviceSynchronize());
   Registry& r = registry();
-  for (auto& [key, ptrs] : pool.free_blocks) {
-    for (void* p : ptrs) {
-      LOOM_CUDA_CHECK(cudaFree(p));
-      pool.stats.reserved_bytes -= static_cast<int64_t>(key.second);
-      ++pool.stats.num_cuda_frees;
-      std::lock_guard<std::mutex> lock(r.mutex);
-      r.live.erase(p);
-    }
+  for (const auto& [p, size] : blocks) {
+    LOOM_CUDA_CHECK(cudaFree(p));
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.stats.reserved_bytes -= static_cast<int64_t>(size);
+    ++pool.stats.num_cuda_frees;
+    std::lock_guard<std::mutex> live_lock(r.mutex);
+    r.live.erase(p);
   }
-  pool.free_blocks.clear();
 }
 
 }  // namespace
@@ -79,7 +89,7 @@ void* allocate(size_t nbytes, int device) {
   const PoolId private_pool = thread_pool[device];
   Registry& r = registry();
   DevicePool& pool = r.pools[device];
-  std::lock_guard<std::mutex> lock(pool.mutex);
+  std::unique_lock<std::mutex> lock(pool.mutex);
   ++pool.stats.num_allocations;
 
   void* ptr = nullptr;
@@ -99,7 +109,10 @@ void* allocate(size_t nbytes, int device) {
     // Emptying the cache synchronises the device, which a capture forbids.
     if (status == cudaErrorMemoryAllocation && private_pool == 0) {
       cudaGetLastError();  // clear the sticky-free error before retrying
-      release_free_blocks(device, pool);
+      const auto blocks = take_free_blocks(pool);
+      lock.unlock();
+      free_blocks(device, pool, blocks);
+      lock.lock();
       status = cudaMalloc(&ptr, size);
     }
     if (status != cudaSuccess && status != cudaErrorMemoryAllocation) {
@@ -212,8 +225,12 @@ void reset_peak_stats(int device) {
 void empty_cache() {
   for (int d = 0; d < cuda_device_count() && d < 64; ++d) {
     DevicePool& pool = registry().pools[d];
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    release_free_blocks(d, pool);
+    std::vector<std::pair<void*, size_t>> blocks;
+    {
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      blocks = take_free_blocks(pool);
+    }
+    free_blocks(d, pool, blocks);
   }
 }
 

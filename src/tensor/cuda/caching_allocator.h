@@ -32,7 +32,9 @@ size_t bin_size(size_t nbytes);
 
 AllocatorStats allocator_stats(int device);
 void reset_peak_stats(int device);
-// Returns every cached (free) block of every device to CUDA.
+// Returns every cached (free) block of every device to CUDA. It synchronises each device that
+// has such blocks: called from one rank of a spawn job while the others run, it waits for
+// their collectives too, so call it between steps on every rank, or before the ranks start.
 void empty_cache();
 std::string stats_str(const AllocatorStats& stats);
 

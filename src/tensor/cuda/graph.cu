@@ -80,6 +80,7 @@ void Graph::reset() noexcept {
   pool_ = 0;
   if (constants_device_ != nullptr) deallocate(constants_device_);
   constants_device_ = nullptr;
+  kept_alive_.clear();  // last: a communicator must outlive every graph that captured it
   constants_.clear();
   if (capture_stream_ != nullptr) cudaStreamDestroy(capture_stream_);
   capture_stream_ = nullptr;
@@ -181,6 +182,18 @@ void Graph::replay() {
   if (constants_dirty_) upload_constants();
   replay_stream_ = current_stream(device_);
   LOOM_CUDA_CHECK(cudaGraphLaunch(exec_, replay_stream_));
+}
+
+void Graph::keep_alive(std::shared_ptr<void> owner) {
+  for (const std::shared_ptr<void>& kept : kept_alive_) {
+    if (kept == owner) return;
+  }
+  kept_alive_.push_back(std::move(owner));
+}
+
+void keep_alive_while_captured(int device, std::shared_ptr<void> owner) {
+  if (device < 0 || device >= kMaxDevices) return;
+  if (Graph* g = capturing_graph[device]) g->keep_alive(std::move(owner));
 }
 
 bool capturing(int device) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "loom/tensor/cuda/caching_allocator.h"
@@ -51,6 +52,9 @@ class Graph {
   void replay();
 
   bool captured() const { return exec_ != nullptr; }
+  // What the graph's nodes need to outlive its replays (the communicator of a captured
+  // collective): released only after the last replay has finished and the graph is destroyed.
+  void keep_alive(std::shared_ptr<void> owner);
   int device() const { return device_; }
   size_t num_nodes() const { return num_nodes_; }
 
@@ -72,10 +76,14 @@ class Graph {
   size_t refresh_cursor_ = 0;
   bool refreshing_ = false;
   bool constants_dirty_ = false;
+  std::vector<std::shared_ptr<void>> kept_alive_;
 };
 
 // Whether this thread is capturing work on `device` into a Graph now.
 bool capturing(int device);
+// While this thread captures on `device`, the graph being captured keeps `owner` alive (see
+// Graph::keep_alive); otherwise nothing happens.
+void keep_alive_while_captured(int device, std::shared_ptr<void> owner);
 // Throws loom::Error "<what> cannot be captured into a CUDA graph: <why>" while this thread
 // captures on `device`.
 void check_not_capturing(int device, const char* what, const char* why);

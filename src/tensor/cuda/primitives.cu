@@ -213,19 +213,43 @@ void cuda_fill_random(const Tensor& dst, const RandomParams& p) {
   });
 }
 
+namespace {
+
+// A copy between two GPUs, ordered on both devices' current streams without the host waiting
+// (as PyTorch's copy_device_to_device does): it runs on the source's stream, after what the
+// destination's stream still does with the destination block, and the destination's stream
+// waits for it. On the source's stream, the source block cannot be reused before it is read.
+void copy_between_devices(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  const int from = src_device.index, to = dst_device.index;
+  cudaStream_t src_stream = cuda::current_stream(from);
+  if (from == to) {
+    cuda::DeviceGuard guard(from);
+    LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, src_stream));
+    return;
+  }
+  cuda::enable_peer_access(from, to);
+  cudaStream_t dst_stream = cuda::current_stream(to);
+  cuda::Event dst_ready(to, false), copied(from, false);
+  dst_ready.record(dst_stream);
+  dst_ready.wait(src_stream);
+  {
+    cuda::DeviceGuard guard(from);
+    LOOM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to, src, from, nbytes, src_stream));
+  }
+  copied.record(src_stream);
+  copied.wait(dst_stream);
+}
+
+}  // namespace
+
 void cuda_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
   if (nbytes == 0) return;
   const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
   cuda::check_not_capturing(gpu.index, "a copy between devices or to or from the host (item(), to(), cpu())",
                             "it waits for the device, and a capture runs nothing until it is replayed");
+  if (dst_device.is_cuda() && src_device.is_cuda()) return copy_between_devices(dst, dst_device, src, src_device, nbytes);
   cuda::DeviceGuard guard(gpu.index);
   cudaStream_t stream = cuda::current_stream(gpu.index);
-  if (dst_device.is_cuda() && src_device.is_cuda()) {
-    // The copy runs on the destination's stream: finish what the source's stream still owes.
-    LOOM_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(src_device.index)));
-    LOOM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream));
-    return;
-  }
   const cudaMemcpyKind kind = dst_device.is_cuda() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, stream));
   // The host side may be pageable memory the caller reuses or reads right away.

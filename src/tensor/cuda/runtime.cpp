@@ -5,6 +5,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,36 @@ StreamHandle create_stream(int device) {
   StreamHandle stream = nullptr;
   LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   return stream;
+}
+
+bool enable_peer_access(int device, int peer) {
+  check_device(device);
+  check_device(peer);
+  if (device == peer) return true;
+  static std::mutex mutex;
+  static std::unordered_map<int, bool> enabled;  // device * kMaxDevices + peer -> allowed
+  std::lock_guard<std::mutex> lock(mutex);
+  const int low = std::min(device, peer), high = std::max(device, peer);
+  auto found = enabled.find(low * kMaxDevices + high);
+  if (found != enabled.end()) return found->second;
+  int forward = 0, backward = 0;
+  LOOM_CUDA_CHECK(cudaDeviceCanAccessPeer(&forward, low, high));
+  LOOM_CUDA_CHECK(cudaDeviceCanAccessPeer(&backward, high, low));
+  const bool allowed = forward != 0 && backward != 0;
+  if (allowed) {
+    for (const auto& [from, to] : {std::pair<int, int>{low, high}, std::pair<int, int>{high, low}}) {
+      DeviceGuard guard(from);
+      const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+      // Another library of the process (NCCL, a user's code) may have enabled it first.
+      if (status == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+      } else {
+        LOOM_CUDA_CHECK(status);
+      }
+    }
+  }
+  enabled[low * kMaxDevices + high] = allowed;
+  return allowed;
 }
 
 void destroy_stream(int device, StreamHandle stream) {

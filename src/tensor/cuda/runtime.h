@@ -23,6 +23,11 @@ void set_current_stream(int device, StreamHandle stream);
 StreamHandle create_stream(int device);
 void destroy_stream(int device, StreamHandle stream);
 
+// Lets `device` and `peer` read and write each other's memory directly (NVLink or PCIe peer
+// to peer), in both directions, once per process; copies between them then no longer go through
+// host memory. Returns whether the hardware allows it (false: copies still work, staged).
+bool enable_peer_access(int device, int peer);
+
 // Waits for all work on the device (cudaDeviceSynchronize) or on one stream.
 void synchronize(int device);
 void synchronize_stream(StreamHandle stream);
