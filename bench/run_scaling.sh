@@ -1,36 +1,51 @@
 #!/usr/bin/env bash
-# Data-parallel scaling on this machine, loom and PyTorch DDP in the same run (issue 12): for
-# seed_cnn, classic_cnn and resnet18 at 32 and 256 images per GPU, bench/scaling_torch.py and
-# then loom-scaling with --compare on PyTorch's report, so that loom's speedup.png draws both.
-# Each run writes OUT_DIR/{torch,loom}_<model>_b<batch>/report.{json,txt,csv}; the markdown table
-# for docs/benchmarks.md goes to stdout and OUT_DIR/scaling_table.md. Builds nothing: BUILD_DIR
-# must hold a CUDA build of loom-scaling.
-#   bench/run_scaling.sh BUILD_DIR OUT_DIR      (GPUS default 1,2,4,8, STEPS 300, WARMUP 50,
-#                                                PRECISION tf32, SCALING weak, from the environment)
+# Data-parallel scaling on this machine, loom and PyTorch DDP in the same run (issue 12): for each
+# model:batch of CONFIGS, bench/scaling_torch.py (a process per rank, torch.multiprocessing) and
+# then loom-scaling with --launch processes (a process per rank, as PyTorch: finding F10 of
+# ../shared/reviews/nccl-multirank.md) and --compare on PyTorch's report, so that loom's
+# speedup.png draws both; for each model:batch of THREADS_CONFIGS, loom-scaling once more with
+# --launch threads (a thread per rank in one process) at THREADS_GPUS, for comparison. Every row
+# of the table names its launch. Each run writes OUT_DIR/<run>/report.{json,txt,csv}
+# (torch_<model>_b<batch>, loom_<model>_b<batch>, loom_threads_<model>_b<batch>) and
+# OUT_DIR/<run>.log; nvidia-smi's clocks, power and temperature of every GPU before and after
+# each run go to CLOCKS_CSV. The markdown table for docs/benchmarks.md goes to stdout and
+# OUT_DIR/scaling_table.md. Builds nothing: BUILD_DIR must hold a CUDA build of loom-scaling.
+#   bench/run_scaling.sh BUILD_DIR OUT_DIR
 #   bench/run_scaling.sh --table-only OUT_DIR   (the table again from the reports already there)
-set -euo pipefail
+# From the environment: GPUS (1,2,4,8), STEPS (300), WARMUP (50), PRECISION (tf32), SCALING
+# (weak), CONFIGS ("seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32
+# resnet18:256"), LAUNCH (processes: loom's launch beside PyTorch), THREADS_CONFIGS (""),
+# THREADS_GPUS (the largest of GPUS), RUN_TIMEOUT_S (900, each run), DEADLINE (epoch seconds:
+# runs that would end past it are cut short or not started, and say so), CLOCKS_CSV
+# (OUT_DIR/clocks.csv), PLACEMENT_SAMPLES (a file: while the first loom --launch processes run
+# runs, nvidia-smi --query-compute-apps is sampled into it and the rank processes' pids, with the
+# GPU each should be on, into FILE.pids; bench/run_collectives.sh --check-placement judges them).
+set -uo pipefail
 usage="usage: bench/run_scaling.sh BUILD_DIR OUT_DIR | --table-only OUT_DIR"
 here=$(cd "$(dirname "$0")" && pwd)
 
 # NVLink multicast (NVLS) can take a host's shared GPUs out of service; every run here keeps
-# it off, PyTorch's symmetric-memory use of it too.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# it off, PyTorch's and NVSHMEM's use of it too.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-models="seed_cnn classic_cnn resnet18"
-batches="32 256"
+configs=${CONFIGS:-seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32 resnet18:256}
+threads_configs=${THREADS_CONFIGS:-}
 
-# The table: one row per model, batch and GPU count, loom's and PyTorch's report side by side.
-# throughput ratio = loom images/s / PyTorch images/s (above 1: loom is faster).
+# The table: one row per model, batch, launch and GPU count, loom's and PyTorch's report side by
+# side. loom / PyTorch images/s above 1: loom is faster.
 table() {
-  python3 - "$1" "$models" "$batches" <<'PY'
+  python3 - "$1" "$configs $threads_configs" <<'PY'
 import json, os, sys
 
-out, models, batches = sys.argv[1], sys.argv[2].split(), [int(b) for b in sys.argv[3].split()]
+out, configs = sys.argv[1], []
+for c in sys.argv[2].split():
+    model, _, batch = c.partition(":")
+    if (model, batch) not in configs:
+        configs.append((model, batch))
 
-def load(tool, model, batch):
-    path = os.path.join(out, f"{tool}_{model}_b{batch}", "report.json")
+def load(run):
     try:
-        with open(path) as f:
+        with open(os.path.join(out, run, "report.json")) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -38,38 +53,44 @@ def load(tool, model, batch):
 def ms(x):
     return "n/a" if x is None else f"{x:.3f}"
 
-cols = ["model", "batch/GPU", "GPUs", "loom plain ms", "loom DDP ms", "loom images/s", "loom speedup",
-        "loom efficiency", "loom exposed comm ms", "PyTorch plain ms", "PyTorch DDP ms", "PyTorch images/s",
-        "PyTorch speedup", "loom / PyTorch images/s"]
+cols = ["model", "batch/GPU", "GPUs", "loom launch", "loom plain ms", "loom DDP ms", "loom images/s",
+        "loom speedup", "loom efficiency", "loom comm ms", "loom exposed comm ms", "PyTorch launch",
+        "PyTorch plain ms", "PyTorch DDP ms", "PyTorch images/s", "PyTorch speedup",
+        "loom / PyTorch images/s", "differ (loom, PyTorch)"]
 lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
 seen = []
-for model in models:
-    for batch in batches:
-        loom, torch = load("loom", model, batch), load("torch", model, batch)
-        if not loom and not torch:
+
+def side(report, row):
+    """plain ms, DDP ms, images/s, speedup, efficiency, comm ms, exposed ms of one framework."""
+    if report is None:
+        return ["missing"] * 7
+    plain = (report.get("baseline") or {}).get("median_ms")
+    if row is None or not row.get("ran"):
+        return [ms(plain)] + ["not run"] * 6
+    return [ms(plain), ms(row["median_ms"]), f"{row['images_per_s']:.0f}", f"{row['speedup']:.2f}x",
+            f"{100 * row['efficiency']:.0f}%", ms(row.get("comm_ms")), ms(row.get("exposed_comm_ms"))]
+
+def rows_of(report):
+    return {r["world_size"]: r for r in (report or {}).get("rows", [])}
+
+for model, batch in configs:
+    torch = load(f"torch_{model}_b{batch}")
+    for run in (f"loom_{model}_b{batch}", f"loom_threads_{model}_b{batch}"):
+        loom = load(run)
+        if not loom and not (torch and run == f"loom_{model}_b{batch}"):
             continue
-        seen += [r for r in (loom, torch) if r]
-        rows = {}
-        for side, report in (("loom", loom), ("torch", torch)):
-            for row in (report or {}).get("rows", []):
-                rows.setdefault(row["world_size"], {})[side] = row
-
-        def side(report, row):
-            """plain ms, DDP ms, images/s, speedup, efficiency, exposed comm ms of one framework."""
-            if report is None:
-                return ["missing"] * 6
-            plain = (report.get("baseline") or {}).get("median_ms")
-            if row is None or not row.get("ran"):
-                return [ms(plain)] + ["not run"] * 5
-            return [ms(plain), ms(row["median_ms"]), f"{row['images_per_s']:.0f}",
-                    f"{row['speedup']:.2f}x", f"{100 * row['efficiency']:.0f}%", ms(row.get("exposed_comm_ms"))]
-
-        for n in sorted(rows):
-            l, t = rows[n].get("loom"), rows[n].get("torch")
+        seen += [r for r in (loom, torch) if r and r not in seen]
+        lr, tr = rows_of(loom), rows_of(torch)
+        launch = (loom or {}).get("launch", "processes" if "threads" not in run else "threads")
+        worlds = sorted(lr) if "threads" in run else sorted(set(lr) | set(tr))
+        for n in worlds:
+            l, t = lr.get(n), tr.get(n)
             ls, ts = side(loom, l), side(torch, t)
             both = l and t and l.get("ran") and t.get("ran")
             ratio = f"{l['images_per_s'] / t['images_per_s']:.2f}" if both else "n/a"
-            lines.append("| " + " | ".join([model, str(batch), str(n)] + ls + ts[:4] + [ratio]) + " |")
+            differ = f"{l.get('differing_ranks', '-') if l else '-'}, {t.get('differing_ranks', '-') if t else '-'}"
+            lines.append("| " + " | ".join([model, batch, str(n), launch] + ls + [(torch or {}).get("launch", "-")]
+                                           + ts[:4] + [ratio, differ]) + " |")
 lines.append("")
 for tool in ("loom", "pytorch"):
     r = next((r for r in seen if r.get("tool") == tool), None)
@@ -78,7 +99,8 @@ for tool in ("loom", "pytorch"):
     v = {k: r.get("versions", {}).get(k) or "-" for k in ("framework", "cuda", "cudnn", "nccl", "driver")}
     lines.append(f"{tool}: {v['framework']}, CUDA {v['cuda']}, cuDNN {v['cudnn']}, NCCL {v['nccl']}, "
                  f"driver {v['driver']}; {r.get('gpus_present', '?')} x {r.get('gpu_name') or r.get('device')}, "
-                 f"precision {r.get('precision')}, {r.get('scaling')} scaling, {r.get('date', '')}")
+                 f"precision {r.get('precision')}, {r.get('scaling')} scaling, steps {r.get('steps')}, "
+                 f"warmup {r.get('warmup')}, {r.get('date', '')}")
 text = "\n".join(lines) + "\n"
 with open(os.path.join(out, "scaling_table.md"), "w") as f:
     f.write(text)
@@ -89,46 +111,158 @@ PY
 if [ "${1:-}" = "--table-only" ]; then
   out=${2:?$usage}
   table "$out"
-  exit 0
+  exit $?
 fi
 build=${1:?$usage}
 out=${2:?$usage}
 gpus=${GPUS:-1,2,4,8}
 precision=${PRECISION:-tf32}
 scaling=${SCALING:-weak}
+launch=${LAUNCH:-processes}
+largest=$(echo "$gpus" | tr ',' '\n' | grep . | sort -n | tail -1)
+threads_gpus=${THREADS_GPUS:-$largest}
+run_timeout=${RUN_TIMEOUT_S:-900}
+clocks_csv=${CLOCKS_CSV:-$out/clocks.csv}
+placement=${PLACEMENT_SAMPLES:-}
 bin="$build/apps/scaling/loom-scaling"
 [ -x "$bin" ] || { echo "run_scaling.sh: no $bin; build the loom-scaling target first" >&2; exit 1; }
 mkdir -p "$out"
 
 failed=0
-run() {  # NAME COMMAND...: stdout to OUT/NAME.log (the report itself goes to OUT/NAME/)
-  local name=$1; shift
-  echo "== $name" >&2
-  if ! "$@" > "$out/$name.log" 2>&1; then
-    echo "   failed (see $out/$name.log)" >&2
+note() { echo "$*" >&2; }
+
+# A process that has not ended (a zombie has ended: it waits only for us to reap it).
+running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+clocks() {  # LABEL: one line per GPU, "label, time, index, clocks.sm, clocks.max.sm, power.draw, temperature.gpu"
+  local t
+  t=$(date -u +%H:%M:%S)
+  [ -s "$clocks_csv" ] || echo "label, time, index, clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], temperature.gpu" > "$clocks_csv"
+  nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null \
+    | sed "s/^/$1, $t, /" >> "$clocks_csv"
+}
+
+# The running child's process group, stopped with everything in it if this script is stopped.
+child=""
+stop_child() {
+  [ -n "$child" ] || return 0
+  kill -TERM -- "-$child" 2>/dev/null
+  sleep 3
+  kill -KILL -- "-$child" 2>/dev/null
+  child=""
+}
+trap 'stop_child; exit 143' TERM INT
+
+# The seconds a run may take: RUN_TIMEOUT_S, or what is left before DEADLINE (0: none left).
+allowed() {
+  local limit=$run_timeout
+  if [ -n "${DEADLINE:-}" ]; then
+    local left=$(( DEADLINE - $(date +%s) ))
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
+  [ "$limit" -gt 0 ] || limit=0
+  echo "$limit"
+}
+
+# run NAME SAMPLE COMMAND...: output to OUT/NAME.log (the report itself goes to OUT/NAME/), in its
+# own process group, stopped whole past its allowed time. SAMPLE=1: nvidia-smi's compute
+# processes sampled into PLACEMENT_SAMPLES meanwhile, the command's children into its .pids.
+run() {
+  local name=$1 sample=$2
+  shift 2
+  local limit
+  limit=$(allowed)
+  if [ "$limit" -lt 20 ]; then
+    note "== $name: not run (${limit} s left before the deadline)"
+    echo "not run: ${limit} s left before the deadline" > "$out/$name.log"
+    failed=1
+    return 0
+  fi
+  note "== $name (at most ${limit} s)"
+  clocks "before $name"
+  [ "$sample" = 1 ] && : > "$placement.pids"
+  setsid "$@" > "$out/$name.log" 2>&1 &
+  child=$!
+  [ "$sample" = 1 ] && echo "$child parent -" >> "$placement.pids"
+  local end=$((SECONDS + limit)) rc
+  while running "$child"; do
+    if [ "$SECONDS" -ge "$end" ]; then
+      note "   still running after ${limit} s: stopped"
+      echo "run_scaling.sh: stopped after ${limit} s" >> "$out/$name.log"
+      local pgid=$child
+      stop_child
+      wait "$pgid" 2>/dev/null
+      failed=1
+      clocks "after $name"
+      return 0
+    fi
+    if [ "$sample" = 1 ]; then
+      local t c
+      t=$(date +%s.%N)
+      nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader 2>/dev/null \
+        | sed "s/^/$t, /" >> "$placement"
+      for c in $(pgrep -P "$child" 2>/dev/null); do
+        grep -q "^$c " "$placement.pids" && continue
+        local rank world
+        rank=$(tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | sed -n 's/^LOCAL_RANK=//p')
+        world=$(tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | sed -n 's/^WORLD_SIZE=//p')
+        [ -n "$rank" ] && echo "$c world${world:-?}-rank$rank $rank" >> "$placement.pids"
+      done
+      sleep 0.5
+    else
+      sleep 0.5
+    fi
+  done
+  wait "$child"
+  rc=$?
+  child=""
+  clocks "after $name"
+  # 3 is the benches' "ranks differ": the report is still written.
+  if [ "$rc" -ne 0 ]; then
+    note "   failed, status $rc (see $out/$name.log)"
     failed=1
   fi
 }
 
-for model in $models; do
-  for batch in $batches; do
-    steps=${STEPS:-300}
-    warmup=${WARMUP:-50}
-    if [ "$model" = resnet18 ] && [ "$batch" -ge 256 ]; then
-      steps=$(( steps < 100 ? steps : 100 ))
-      warmup=$(( warmup < 20 ? warmup : 20 ))
-    fi
-    common=(--model "$model" --gpus "$gpus" --batch-per-gpu "$batch" --steps "$steps" --warmup "$warmup"
-            --precision "$precision" --scaling "$scaling" --skip-missing)
-    rm -f "$out/torch_${model}_b${batch}/report.json" "$out/loom_${model}_b${batch}/report.json"
-    run "torch_${model}_b${batch}" python3 "$here/scaling_torch.py" "${common[@]}" \
-        --out "$out/torch_${model}_b${batch}"
-    compare=()  # loom's chart draws PyTorch beside it when PyTorch's run wrote its report
-    if [ -f "$out/torch_${model}_b${batch}/report.json" ]; then
-      compare=(--compare "$out/torch_${model}_b${batch}/report.json")
-    fi
-    run "loom_${model}_b${batch}" "$bin" "${common[@]}" "${compare[@]}" --out "$out/loom_${model}_b${batch}"
-  done
+sampled=0
+for config in $configs; do
+  model=${config%%:*}
+  batch=${config##*:}
+  steps=${STEPS:-300}
+  warmup=${WARMUP:-50}
+  if [ "$model" = resnet18 ] && [ "$batch" -ge 256 ]; then
+    steps=$(( steps < 100 ? steps : 100 ))
+    warmup=$(( warmup < 20 ? warmup : 20 ))
+  fi
+  common=(--model "$model" --gpus "$gpus" --batch-per-gpu "$batch" --steps "$steps" --warmup "$warmup"
+          --precision "$precision" --scaling "$scaling" --skip-missing)
+  rm -rf "$out/torch_${model}_b${batch}" "$out/loom_${model}_b${batch}"
+  run "torch_${model}_b${batch}" 0 python3 "$here/scaling_torch.py" "${common[@]}" \
+      --out "$out/torch_${model}_b${batch}"
+  compare=()  # loom's chart draws PyTorch beside it when PyTorch's run wrote its report
+  if [ -f "$out/torch_${model}_b${batch}/report.json" ]; then
+    compare=(--compare "$out/torch_${model}_b${batch}/report.json")
+  fi
+  sample=0
+  if [ -n "$placement" ] && [ "$sampled" = 0 ] && [ "$launch" = processes ]; then
+    sample=1
+    sampled=1
+  fi
+  run "loom_${model}_b${batch}" "$sample" "$bin" "${common[@]}" --launch "$launch" "${compare[@]}" \
+      --out "$out/loom_${model}_b${batch}"
+  case " $threads_configs " in
+    *" $config "*)
+      rm -rf "$out/loom_threads_${model}_b${batch}"
+      threads_common=("${common[@]}")
+      threads_common[3]=$threads_gpus  # --gpus
+      run "loom_threads_${model}_b${batch}" 0 "$bin" "${threads_common[@]}" --launch threads \
+          --out "$out/loom_threads_${model}_b${batch}"
+      ;;
+  esac
 done
 table "$out"
 exit $failed
