@@ -220,17 +220,14 @@ class NcclGroup : public ProcessGroup {
   }
 
   // NCCL_COMM_BLOCKING=1 overrides config.blocking = 0: every NCCL call then blocks until the
-  // peers answer, and a rank that never joins hangs this one past the group's timeout.
+  // peers answer, and a rank that never joins hangs this one past the group's timeout. Said at
+  // every communicator made so: a line a group, and a setting nobody should keep.
   static void warn_if_blocking_forced() {
-    static const bool warned = [] {
-      const char* v = std::getenv("NCCL_COMM_BLOCKING");
-      if (v != nullptr && std::strcmp(v, "1") == 0) {
-        std::cerr << "loom.dist: NCCL_COMM_BLOCKING=1 makes NCCL's calls blocking: the group's timeout "
-                     "and abort can no longer end a collective whose peer never arrives (unset it)\n";
-      }
-      return true;
-    }();
-    (void)warned;
+    const char* v = std::getenv("NCCL_COMM_BLOCKING");
+    if (v != nullptr && std::strcmp(v, "1") == 0) {
+      std::cerr << "loom.dist: NCCL_COMM_BLOCKING=1 makes NCCL's calls blocking: the group's timeout "
+                   "and abort can no longer end a collective whose peer never arrives (unset it)\n";
+    }
   }
 
   static constexpr const char* kFromStore = "through the job's store: ";
