@@ -17,6 +17,8 @@
 
 namespace loom::dist {
 
+class SharedMemoryAgreement;
+
 struct GroupOptions {
   // How long a collective may wait for the other ranks before the group aborts.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
@@ -74,6 +76,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   bool is_aborted() const { return aborted_.load(); }
   std::string abort_reason() const;
 
+  // Ranks that are threads of one process (dist::spawn) share one of these, so that
+  // dist::all_equal compares through memory instead of a collective that waits for the device.
+  void share_memory_with_ranks(std::shared_ptr<SharedMemoryAgreement> agreement) {
+    shared_memory_ = std::move(agreement);
+  }
+  SharedMemoryAgreement* shared_memory() const { return shared_memory_.get(); }
+
   const GroupOptions& options() const { return options_; }
   void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
   // The sequence number the next collective will get.
@@ -119,6 +128,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   mutable std::mutex mutex_;  // guards abort_reason_ and in_flight_
   std::string abort_reason_;
   std::vector<WorkPtr> in_flight_;
+  std::shared_ptr<SharedMemoryAgreement> shared_memory_;
 };
 
 using GroupPtr = std::shared_ptr<ProcessGroup>;

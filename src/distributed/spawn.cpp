@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "loom/distributed/agreement.h"
 #include "loom/distributed/launch.h"
 #include "loom/distributed/nccl_group.h"
 #include "loom/distributed/threads_group.h"
@@ -117,11 +118,15 @@ void spawn(int world_size, Device device, const std::function<void(ProcessGroup&
   }
 
   SpawnState state(world_size);
+  auto shared_memory = std::make_shared<SharedMemoryAgreement>(world_size);
   std::vector<GroupPtr> thread_groups;
   NcclId nccl_id{};
   if (backend == Backend::Threads) {
     thread_groups = make_threads_groups(world_size, device, options.group);
-    for (int r = 0; r < world_size; ++r) state.set_group(r, thread_groups[static_cast<size_t>(r)]);
+    for (int r = 0; r < world_size; ++r) {
+      thread_groups[static_cast<size_t>(r)]->share_memory_with_ranks(shared_memory);
+      state.set_group(r, thread_groups[static_cast<size_t>(r)]);
+    }
   } else {
     cuda::DeviceGuard guard(0);
     nccl_id = nccl_unique_id();
@@ -147,6 +152,7 @@ void spawn(int world_size, Device device, const std::function<void(ProcessGroup&
           group = thread_groups[static_cast<size_t>(rank)];
         } else {
           group = make_nccl_group(nccl_id, rank, world_size, index, options.group, state.cancel());
+          group->share_memory_with_ranks(shared_memory);
           state.set_group(rank, group);
         }
         fn(*group);

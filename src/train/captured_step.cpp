@@ -70,7 +70,7 @@ CapturedStep::Shape* CapturedStep::shape_for(const Tensor& inputs, const Tensor&
 }
 
 bool CapturedStep::ranks_disagree(const Tensor& inputs, const Tensor& labels) {
-  if (!options_.group || options_.group->size() == 1) return false;
+  if (!options_.group || options_.group->size() == 1 || options_.ranks_share_shapes) return false;
   // FNV-1a over what shape_for tells shapes apart by.
   uint64_t key = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { key = (key ^ v) * 1099511628211ull; };

@@ -53,13 +53,19 @@ class CapturedStep {
     // The ranks that run this step together (fit passes DistributedDataParallel's group). NCCL
     // requires every rank to capture, replay or run eagerly the same collectives at the same
     // step, so with two or more ranks each CUDA step first checks over the group that every
-    // rank has a batch of the same shape (dist::all_equal: one small host-waited collective).
+    // rank has a batch of the same shape (dist::all_equal: through shared memory for spawn's
+    // thread ranks, else one small collective that the host waits for).
     // When the shapes differ (a loader that skipped bad samples), every rank runs that step
     // eagerly, and none counts it towards capturing, so the ranks' choices stay the same. Each
     // replay is watched with the group's timeout (a peer that died fails the step instead of
     // hanging it), a replay after the group aborted is refused, and the group outlives the
     // graphs that captured its collectives.
     dist::GroupPtr group;
+    // The caller's promise that every rank's batch has the same shape at every step (fixed
+    // tensors, or equal shards whose loaders drop nothing and drop the last partial batch):
+    // the per-step check is skipped. Broken, the ranks may choose apart: a hang, or collectives
+    // paired with the wrong ones.
+    bool ranks_share_shapes = false;
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);
