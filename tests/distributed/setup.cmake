@@ -5,7 +5,7 @@ set(_room_labels distributed)
 # The rank-thread tests set OpenMP's thread count for their single-threaded references.
 set(_room_links OpenMP::OpenMP_CXX)
 set(_room_timeout 120)
-foreach(_part processes mpi)
+foreach(_part processes mpi nccl_processes)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${_part}.cmake)
     include(${CMAKE_CURRENT_LIST_DIR}/${_part}.cmake)
   endif()
