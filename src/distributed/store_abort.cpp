@@ -5,6 +5,8 @@
 #include <chrono>
 #include <exception>
 
+#include "loom/tensor/error.h"
+
 namespace loom::dist {
 
 namespace {
@@ -26,12 +28,17 @@ void StoreAbortSignal::raise(const std::string& who, const std::string& reason) 
 
 std::optional<std::string> StoreAbortSignal::poll() {
   if (!reachable_) return std::nullopt;
+  bool raised = false;
   try {
-    if (store_->add(kCountKey, 0) == 0) return std::nullopt;
+    raised = store_->add(kCountKey, 0) > 0;
+    if (!raised) return std::nullopt;
     return store_->get(kReasonKey, std::chrono::seconds(5));
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    // The store fails its calls once it knows the job has failed (a rank's connection dropped
+    // without a goodbye), or once its server (rank 0) is gone: either way a peer is.
     reachable_ = false;
-    return std::nullopt;
+    return detail::concat(raised ? "a rank aborted, but its reason could not be read: " : "the job's store failed: ",
+                          e.what());
   }
 }
 

@@ -22,8 +22,8 @@ class StoreAbortSignal {
   // throws: a store that cannot be reached any more is one the others cannot read either.
   void raise(const std::string& who, const std::string& reason);
   // Without waiting: "<who> aborted: <reason>" once some rank has raised, else nothing. A store
-  // that stopped answering is read as no news (the collectives' deadlines still hold), and is
-  // not asked again.
+  // whose calls fail (it knows the job has failed, or its server is gone) is news too, once:
+  // some peer is gone; it is not asked again.
   std::optional<std::string> poll();
 
  private:

@@ -83,14 +83,32 @@ class DeadStore : public Store {
   int calls = 0;
 };
 
-TEST(StoreAbortSignal, AStoreThatStoppedAnsweringIsNoNewsAndNeverThrows) {
+TEST(StoreAbortSignal, AStoreThatFailsItsCallsIsNewsOnceAndNeverThrows) {
+  // A TcpStore fails every call once it knows the job has failed (a rank dropped without a
+  // goodbye) or its server, rank 0, is gone: a peer is gone either way.
   auto store = std::make_shared<DeadStore>();
   StoreAbortSignal signal(store);
-  EXPECT_NO_THROW(signal.raise("rank 0 of 2 (nccl)", "anything"));
-  EXPECT_FALSE(signal.poll().has_value());
+  const std::optional<std::string> news = signal.poll();
+  ASSERT_TRUE(news.has_value());
+  EXPECT_EQ(*news, "the job's store failed: connection reset");
   const int calls = store->calls;
   EXPECT_FALSE(signal.poll().has_value());
   EXPECT_EQ(store->calls, calls) << "a dead store is not asked again at every watchdog tick";
+  EXPECT_NO_THROW(signal.raise("rank 0 of 2 (nccl)", "anything"));
+}
+
+TEST(StoreAbortSignal, TheReasonOutlivesTheSignalThatRaisedIt) {
+  // What a rank wrote stays in the store once that rank's part is gone (a rank that aborts
+  // then exits); a store that then fails its calls is the test above.
+  Job job(2);
+  StoreAbortSignal watcher(job.ranks[0]);
+  {
+    StoreAbortSignal failing(job.ranks[1]);
+    failing.raise("rank 1 of 2 (nccl)", "a loader ran dry");
+  }
+  const std::optional<std::string> news = watcher.poll();
+  ASSERT_TRUE(news.has_value());
+  EXPECT_NE(news->find("rank 1 of 2 (nccl) aborted: a loader ran dry"), std::string::npos) << *news;
 }
 
 }  // namespace

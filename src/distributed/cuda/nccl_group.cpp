@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <optional>
 
@@ -86,6 +87,9 @@ class NcclGroup : public ProcessGroup {
   }
 
   ~NcclGroup() override {
+    // Destroyed while an exception leaves this rank: the peers would wait for its collectives
+    // until their timeout, so they are told now (through the store, when processes).
+    if (std::uncaught_exceptions() > 0) abort(detail::concat(who(), " left its group while an exception was thrown"));
     watchdog_.reset();
     try {
       close();
@@ -236,29 +240,41 @@ class NcclGroup : public ProcessGroup {
   }
 
   // The watchdog's check: completes finished collectives (releasing their tensors), and names
-  // what should abort the communicator: an error NCCL reports, the oldest collective (or
-  // watched replay) past its deadline, also when nobody waits on the host (DDP only makes
-  // streams wait), or another process's abort read from the store.
+  // what should abort the communicator: another process's abort read from the store, an error
+  // NCCL reports, the oldest collective (or watched replay) past its deadline, also when nobody
+  // waits on the host (DDP only makes streams wait). The store and the deadlines are read
+  // without comm_mutex_: a start() may hold it for as long as a peer takes to connect, and the
+  // abort those bring is what ends that wait.
   std::string check_health() {
+    // A store round trip is ~0.1 ms: asked every 100 ms, not at every check.
+    if (abort_signal_ && Clock::now() >= next_store_poll_) {
+      next_store_poll_ = Clock::now() + std::chrono::milliseconds(100);
+      if (std::optional<std::string> news = abort_signal_->poll()) return kFromStore + *news;
+    }
+    std::string nccl_error;
     {
-      std::lock_guard<std::mutex> lock(comm_mutex_);
-      if (comm_aborted_) return {};
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) {
-        return detail::concat("NCCL reported an error: ", ncclGetErrorString(state), " (",
-                              ncclGetLastError(comm_), ")");
+      std::unique_lock<std::mutex> lock(comm_mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {  // else a start() is settling, and reads NCCL's error itself
+        if (comm_aborted_) return {};
+        ncclResult_t state = ncclSuccess;
+        ncclCommGetAsyncError(comm_, &state);
+        if (state != ncclSuccess && state != ncclInProgress) {
+          nccl_error = detail::concat("NCCL reported an error: ", ncclGetErrorString(state), " (",
+                                      ncclGetLastError(comm_), ")");
+        }
       }
+    }
+    if (!nccl_error.empty()) {
+      // A peer's death is often what NCCL reports; the store may know who failed first and why.
+      if (std::optional<std::string> news = abort_signal_ ? abort_signal_->poll() : std::nullopt) {
+        return detail::concat(kFromStore, *news, "; then ", nccl_error);
+      }
+      return nccl_error;
     }
     const std::vector<WorkPtr> pending = in_flight();
     if (!pending.empty() && Clock::now() >= pending.front()->deadline()) {
       return detail::concat(pending.front()->info().describe(),
                             " passed the group's timeout on the device: a peer never joined it");
-    }
-    // A store round trip is ~0.1 ms: asked every 100 ms, not at every check.
-    if (abort_signal_ && Clock::now() >= next_store_poll_) {
-      next_store_poll_ = Clock::now() + std::chrono::milliseconds(100);
-      if (std::optional<std::string> news = abort_signal_->poll()) return kFromStore + *news;
     }
     return {};
   }
