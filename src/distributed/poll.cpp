@@ -6,8 +6,8 @@
 
 namespace loom::dist {
 
-Backoff::Backoff(std::chrono::microseconds spin, std::chrono::microseconds longest_sleep)
-    : spin_until_(Clock::now() + spin), longest_sleep_(longest_sleep) {}
+Backoff::Backoff(std::chrono::microseconds spin, std::chrono::microseconds longest_sleep, Clock::time_point start)
+    : spin_until_(start + spin), longest_sleep_(longest_sleep) {}
 
 std::chrono::microseconds Backoff::next(Clock::time_point now) {
   if (now < spin_until_) return std::chrono::microseconds(0);

@@ -12,8 +12,10 @@ namespace loom::dist {
 class Backoff {
  public:
   using Clock = std::chrono::steady_clock;
+  // The wait starts at `start` (now, unless a test says otherwise).
   explicit Backoff(std::chrono::microseconds spin = std::chrono::microseconds(200),
-                   std::chrono::microseconds longest_sleep = std::chrono::milliseconds(1));
+                   std::chrono::microseconds longest_sleep = std::chrono::milliseconds(1),
+                   Clock::time_point start = Clock::now());
   // Yields while within `spin` of the Backoff's creation, then sleeps 10 us, 20 us, ... up to
   // `longest_sleep`.
   void pause();

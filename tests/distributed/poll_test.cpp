@@ -23,8 +23,8 @@ TEST(Backoff, SpinsThroughTheFirst200MicrosecondsThenSleepsLongerAndLonger) {
   // Before, the NCCL backend slept 200 us at the first "in progress" answer: every collective of
   // two or more ranks cost >= 200 us of host time inside backward's bucket hooks. Now nothing in
   // the first 200 us of a wait sleeps, however often it asks.
-  Backoff backoff;
   const Clock::time_point start = Clock::now();
+  Backoff backoff(microseconds(200), std::chrono::milliseconds(1), start);
   for (int i = 0; i < 10000; ++i) ASSERT_EQ(backoff.next(start + microseconds(i % 199)).count(), 0);
   std::vector<int64_t> sleeps;
   for (int i = 0; i < 9; ++i) sleeps.push_back(backoff.next(start + microseconds(200 + i)).count());
