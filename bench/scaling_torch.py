@@ -4,7 +4,16 @@ the plain model (no DDP) on one GPU, written in loom-scaling's report.json schem
 
   python3 bench/scaling_torch.py --model seed_cnn --gpus 1,2,4,8 --batch-per-gpu 32 --steps 300 \
       --warmup 50 --precision tf32 --scaling weak --skip-missing --out DIR
+  python3 bench/scaling_torch.py --model resnet18 --gpus 1 --precision bf16 --channels-last --compile --out DIR
   python3 bench/scaling_torch.py --device cpu --world-sizes 1,2 --steps 5 --warmup 2 --out DIR  (gloo)
+
+PyTorch at its best, beside loom-scaling's captured steps: on CUDA always cudnn.benchmark and the
+fused Adam; --compile runs torch.compile over the model (inside DDP: torch.compile(DDP(model)),
+whose DDPOptimizer splits the graph at the buckets), its first step (the compilation) timed apart
+as compile_s and never among the step times; --precision bf16 autocasts forward and loss;
+--channels-last puts the model and the images in channels_last. Every row names its step_mode
+("compiled" or "eager"), the report its precision and layout, so that a table can pick each
+framework's fastest mode per (model, batch, precision).
 
 Each world is its own torch.multiprocessing.spawn of one process per GPU (NCCL; gloo on the CPU),
 meeting at a FileStore in a temporary folder: no port to pick, no launcher on PATH, and a rank that
@@ -16,6 +25,8 @@ speedup / ranks. comm_ms: DDP's buckets as flat float32 tensors all-reduced back
 20. exposed_comm_ms: DDP's own event timers (backward comm end - backward compute end, i.e. the
 compute stream's wait for the all-reduces after the last gradient), median of 20 steps after the
 timed ones. differing_ranks: ranks whose SHA-256 of the parameters' bytes differs from rank 0's.
+rank_median_ms: every rank's median step (slowest_rank_ms its largest: the straggler beside rank
+0's), rank_images_per_s each rank's batch over it; exposed_share = exposed_comm_ms / median_ms.
 """
 import os
 
@@ -45,9 +56,9 @@ from train_step_torch import classic_cnn, resnet18, seed_cnn  # noqa: E402
 MODELS = {"seed_cnn": seed_cnn, "classic_cnn": classic_cnn, "resnet18": resnet18}
 COMM_REPS = 20       # back-to-back bucket all-reduces timed after the steps
 EXPOSED_STEPS = 20   # steps with DDP's timers on every iteration, after the timed steps
-ROW_KEYS = ["world_size", "ran", "note", "global_batch", "median_ms", "p10_ms", "p90_ms",
-            "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms", "loader_wait_ms",
-            "differing_ranks", "usd_per_million_images"]
+ROW_KEYS = ["world_size", "ran", "note", "global_batch", "step_mode", "launch", "median_ms", "p10_ms", "p90_ms",
+            "slowest_rank_ms", "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms",
+            "exposed_share", "loader_wait_ms", "differing_ranks", "usd_per_million_images", "compile_s"]
 
 
 def set_precision(precision):
@@ -84,19 +95,24 @@ def worker(rank, job):
     else:
         torch.set_num_threads(job["threads"])
     set_precision(job["precision"])
+    torch.backends.cudnn.benchmark = cuda  # PyTorch's fastest convolutions for these fixed shapes
     if ddp:
         dist.init_process_group("nccl" if cuda else "gloo", init_method="file://" + job["store"],
                                 rank=rank, world_size=world, **({"device_id": dev} if cuda else {}))
 
     torch.manual_seed(1)  # the same weights everywhere (DDP broadcasts rank 0's anyway)
-    model = MODELS[job["model"]]().to(dev)
+    layout = torch.channels_last if job["channels_last"] else torch.contiguous_format
+    model = MODELS[job["model"]]().to(dev, memory_format=layout)
     model.train()
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
-    net = nn.parallel.DistributedDataParallel(model, device_ids=[rank] if cuda else None) if ddp else model
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    ddp_net = nn.parallel.DistributedDataParallel(model, device_ids=[rank] if cuda else None) if ddp else None
+    net = ddp_net if ddp else model
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3, **({"fused": True} if cuda else {}))
+    if job["compile"]:
+        net = torch.compile(net, mode=job["compile_mode"])
     torch.manual_seed(100 + rank)  # each rank its own random images (never zeros) and labels
-    x = torch.rand(job["batch"], 3, 64, 64, device=dev)
+    x = torch.rand(job["batch"], 3, 64, 64, device=dev).contiguous(memory_format=layout)
     y = torch.randint(0, 2, (job["batch"], 1), device=dev).float()
     loss_fn = nn.BCEWithLogitsLoss()
     autocast = torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=job["precision"] == "bf16")
@@ -127,22 +143,32 @@ def worker(rank, job):
             out.append((time.perf_counter() - t0) * 1e3)
         return out
 
+    compile_s = None
+    if job["compile"]:  # the first step compiles forward and backward: timed apart, never a step time
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        if cuda:
+            torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t0
     for _ in range(job["warmup"]):
         step()
     ms = timed(job["steps"], step)
     result = {"ms": ms, "parameters": parameters, "gradient_bytes": gradient_bytes,
               "gpu_name": torch.cuda.get_device_name(dev) if cuda else "", "comm_ms": None,
-              "exposed_comm_ms": None, "differing_ranks": 0, "buckets": [], "notes": []}
+              "exposed_comm_ms": None, "differing_ranks": 0, "buckets": [], "notes": [],
+              "compile_s": compile_s, "rank_median_ms": []}
 
     if ddp:
         # Exposed communication, from DDP's own timers (CUDA events on the current stream): the
         # forward of step k+1 stores step k's (comm end - comm start) and (compute end - comm start).
         try:
-            net._set_ddp_runtime_logging_sample_rate(1)
+            ddp_net._set_ddp_runtime_logging_sample_rate(1)
             stalls, seen = [], None
             for _ in range(EXPOSED_STEPS + 1):
                 step()
-                d = net._get_ddp_logging_data()
+                d = ddp_net._get_ddp_logging_data()
                 if d.get("iteration") != seen and "backward_comm_time" in d:
                     seen = d.get("iteration")
                     stalls.append((d["backward_comm_time"] - d["backward_compute_comm_overlap_time"]) / 1e6)
@@ -155,7 +181,7 @@ def worker(rank, job):
         except (AttributeError, KeyError, RuntimeError) as e:
             result["notes"].append(f"exposed: null, DDP's timers unreadable ({type(e).__name__})")
 
-        sizes, source = parse_buckets(net._get_ddp_logging_data(), gradient_bytes)
+        sizes, source = parse_buckets(ddp_net._get_ddp_logging_data(), gradient_bytes)
         result["buckets"] = [{"numel": b // 4, "bytes": b, "dtype": "float32"} for b in sizes]
         result["notes"].append(f"comm: {len(sizes)} buckets from {source}")
         flats = [torch.ones(b // 4, dtype=torch.float32, device=dev) for b in sizes]
@@ -175,6 +201,9 @@ def worker(rank, job):
         hashes = [None] * world
         dist.all_gather_object(hashes, digest.hexdigest())
         result["differing_ranks"] = sum(h != hashes[0] for h in hashes)
+        medians = [None] * world  # every rank's median step: the straggler column
+        dist.all_gather_object(medians, nearest_rank(sorted(ms), 0.5))
+        result["rank_median_ms"] = medians
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0:
@@ -187,6 +216,7 @@ def run_job(args, world, ddp, batch):
     folder = tempfile.mkdtemp(prefix="loom-scaling-torch-")
     job = {"device": args.device, "world": world, "ddp": ddp, "model": args.model, "batch": batch,
            "steps": args.steps, "warmup": args.warmup, "precision": args.precision,
+           "channels_last": args.channels_last, "compile": args.compile, "compile_mode": args.compile_mode,
            "threads": max(1, (os.cpu_count() or 1) // world),
            "store": os.path.join(folder, "store"), "result": os.path.join(folder, "rank0.json")}
     try:
@@ -197,25 +227,38 @@ def run_job(args, world, ddp, batch):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def make_row(world, global_batch, got, note, price):
+def maybe_round(v, digits=4):
+    return None if v is None else round(v, digits)
+
+
+def make_row(world, global_batch, got, note, price, step_mode):
     ms = sorted(got["ms"])
     median = nearest_rank(ms, 0.5)
     ips = global_batch / (median / 1e3)
+    exposed, ranks = got["exposed_comm_ms"], got["rank_median_ms"]  # ranks: DDP rows only
     return {"world_size": world, "ran": True, "note": note, "global_batch": global_batch,
+            "step_mode": step_mode, "launch": "processes",
             "median_ms": round(median, 4), "p10_ms": round(nearest_rank(ms, 0.1), 4),
-            "p90_ms": round(nearest_rank(ms, 0.9), 4), "images_per_s": round(ips, 1),
-            "speedup": 0.0, "efficiency": 0.0,
-            "comm_ms": None if got["comm_ms"] is None else round(got["comm_ms"], 4),
-            "exposed_comm_ms": None if got["exposed_comm_ms"] is None else round(got["exposed_comm_ms"], 4),
+            "p90_ms": round(nearest_rank(ms, 0.9), 4),
+            "slowest_rank_ms": maybe_round(max(ranks)) if ranks else None,
+            "images_per_s": round(ips, 1), "speedup": 0.0, "efficiency": 0.0,
+            "comm_ms": maybe_round(got["comm_ms"]), "exposed_comm_ms": maybe_round(exposed),
+            "exposed_measure": None if exposed is None else "stall",
+            "exposed_share": None if exposed is None else round(exposed / median, 4),
             "loader_wait_ms": 0.0, "differing_ranks": got["differing_ranks"],
-            "usd_per_million_images": None if price is None else round(price * world / 3600 / ips * 1e6, 4)}
+            "usd_per_million_images": None if price is None else round(price * world / 3600 / ips * 1e6, 4),
+            "rank_median_ms": [round(m, 4) for m in ranks],
+            "rank_images_per_s": [round(global_batch / world / (m / 1e3), 1) for m in ranks],
+            "compile_s": maybe_round(got["compile_s"], 2)}
 
 
-def not_run_row(world, global_batch, gpus):
+def not_run_row(world, global_batch, gpus, step_mode):
     row = {k: 0.0 for k in ROW_KEYS}
-    row.update(world_size=world, ran=False, global_batch=global_batch, differing_ranks=0,
-               note=f"not run: needs {world} GPUs, this machine has {gpus}",
-               comm_ms=None, exposed_comm_ms=None, usd_per_million_images=None)
+    row.update(world_size=world, ran=False, global_batch=global_batch, differing_ranks=0, step_mode=step_mode,
+               launch="processes", note=f"not run: needs {world} GPUs, this machine has {gpus}",
+               comm_ms=None, exposed_comm_ms=None, exposed_measure=None, exposed_share=None,
+               usd_per_million_images=None, slowest_rank_ms=None, rank_median_ms=[], rank_images_per_s=[],
+               compile_s=None)
     return row
 
 
@@ -267,19 +310,25 @@ def report_text(r):
                         ["nvidia-smi", "topo", "-m"]):
             out += ["#   " + line for line in command_lines(command)]
     out.append(f"# model {r['model']} ({r['parameters']} parameters, {r['gradient_bytes']} gradient bytes), "
-               f"precision {r['precision']}, synthetic 64x64 images, {r['scaling']} scaling, "
+               f"precision {r['precision']}{', channels-last' if r['channels_last'] else ''}, "
+               f"synthetic 64x64 images, {r['scaling']} scaling, "
                + ("global batch split over the ranks" if r["scaling"] == "strong"
                   else f"batch {r['batch_per_rank']} per rank"))
+    out.append(f"# step mode {r['step_mode']}"
+               + (f" (torch.compile, mode {r['compile_mode']}; compile_s: its first step, wall, not a step time)"
+                  if r["compile"] else " (op by op)")
+               + f"; cudnn.benchmark {r['cudnn_benchmark']}, fused Adam {r['fused_adam']}")
     out.append(f"# {r['steps']} timed steps after {r['warmup']} warm-up steps; step time: "
                + ("CUDA events on rank 0's stream" if cuda else "rank 0's perf_counter")
                + "; speedup: images/s against PyTorch's plain model (no DDP) on one device")
     out.append(f"# comm_ms: the buckets all-reduced back to back, median of {COMM_REPS}; exposed_ms: DDP's "
                f"timers, comm end - compute end, median of {EXPOSED_STEPS} steps; #wrong: ranks whose "
-               "parameter hash differs from rank 0's")
+               "parameter hash differs from rank 0's; slowest: the largest of the ranks' median steps (median_ms "
+               "is rank 0's); exp%: exposed / median")
     out.append(f"# buckets of the largest world run: {len(r['buckets'])}"
                + "".join(f" [{b['numel']} {b['dtype']}]" for b in r["buckets"]))
-    out += ["#", "# ranks    global   median_ms   p10_ms   p90_ms    images/s  speedup  efficiency"
-                 "   comm_ms  exposed_ms  #wrong  note"]
+    out += ["#", "# ranks    global   median_ms    slowest   p10_ms   p90_ms    images/s  speedup  efficiency"
+                 "   comm_ms  exposed_ms    exp%  #wrong  compile_s  note"]
 
     def fmt(v):
         return "       n/a" if v is None else f"{v:10.3f}"
@@ -288,10 +337,12 @@ def report_text(r):
         if not row["ran"]:
             out.append(f"{label:>7}  {row['note']}")
             continue
-        out.append(f"{label:>7}  {row['global_batch']:8d}  {row['median_ms']:10.3f}  {row['p10_ms']:7.3f}  "
-                   f"{row['p90_ms']:7.3f}  {row['images_per_s']:10.1f}  {row['speedup']:6.2f}x  "
+        share = "   n/a" if row["exposed_share"] is None else f"{100 * row['exposed_share']:6.1f}"
+        compiled = "      n/a" if row["compile_s"] is None else f"{row['compile_s']:9.1f}"
+        out.append(f"{label:>7}  {row['global_batch']:8d}  {row['median_ms']:10.3f}{fmt(row['slowest_rank_ms'])}  "
+                   f"{row['p10_ms']:7.3f}  {row['p90_ms']:7.3f}  {row['images_per_s']:10.1f}  {row['speedup']:6.2f}x  "
                    f"{100 * row['efficiency']:9.1f}%{fmt(row['comm_ms'])}  {fmt(row['exposed_comm_ms'])}  "
-                   f"{row['differing_ranks']:6d}  {row['note']}")
+                   f"{share}  {row['differing_ranks']:6d}  {compiled}  {row['note']}")
     return "\n".join(out) + "\n"
 
 
@@ -304,7 +355,13 @@ def main():
     p.add_argument("--batch-per-gpu", type=int, default=32, help="each rank's batch (weak scaling)")
     p.add_argument("--steps", type=int, default=300, help="timed steps")
     p.add_argument("--warmup", type=int, default=50, help="untimed steps first")
-    p.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "bf16"])
+    p.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "bf16"],
+                   help="fp32; tf32 (PyTorch's convolution default); bf16: autocast over forward and loss")
+    p.add_argument("--channels-last", action="store_true", help="the model and the images in channels_last")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (inside DDP: the DDP module); its first step is compile_s, apart")
+    p.add_argument("--compile-mode", default="default", choices=["default", "reduce-overhead", "max-autotune"],
+                   help="torch.compile's mode (reduce-overhead: CUDA graphs of the compiled regions)")
     p.add_argument("--scaling", default="weak", choices=["weak", "strong"],
                    help="weak: batch per rank fixed; strong: the largest world's global batch, split")
     p.add_argument("--skip-missing", action="store_true", help="report GPU counts above the machine's as not run")
@@ -325,6 +382,9 @@ def main():
         p.error("world sizes, --steps and --batch-per-gpu must be at least 1, --warmup at least 0")
     if cuda and not torch.cuda.is_available():
         p.error("--device cuda: PyTorch sees no CUDA device (try --device cpu)")
+    if args.compile_mode != "default" and not args.compile:
+        p.error("--compile-mode is torch.compile's: give --compile too")
+    step_mode = "compiled" if args.compile else "eager"
     gpus = torch.cuda.device_count()
     for n in worlds:
         if cuda and n > gpus and not args.skip_missing:
@@ -346,15 +406,15 @@ def main():
         os.makedirs(args.out, exist_ok=True)
 
     base_got = run_job(args, 1, False, rank_batch(1))
-    baseline = make_row(1, rank_batch(1), base_got, "plain model", args.price_per_gpu_hour)
+    baseline = make_row(1, rank_batch(1), base_got, "plain model", args.price_per_gpu_hour, step_mode)
     baseline.update(speedup=1.0, efficiency=1.0)
     rows, buckets = [], []
     for n in worlds:
         if cuda and n > gpus:
-            rows.append(not_run_row(n, rank_batch(n) * n, gpus))
+            rows.append(not_run_row(n, rank_batch(n) * n, gpus, step_mode))
             continue
         got = run_job(args, n, True, rank_batch(n))
-        row = make_row(n, rank_batch(n) * n, got, "; ".join(got["notes"]), args.price_per_gpu_hour)
+        row = make_row(n, rank_batch(n) * n, got, "; ".join(got["notes"]), args.price_per_gpu_hour, step_mode)
         row["speedup"] = round(row["images_per_s"] / baseline["images_per_s"], 4)
         row["efficiency"] = round(row["speedup"] / n, 4)
         rows.append(row)
@@ -366,7 +426,10 @@ def main():
         "model": args.model, "parameters": base_got["parameters"], "gradient_bytes": base_got["gradient_bytes"],
         "device": args.device, "gpu_name": base_got["gpu_name"], "gpus_present": gpus,
         "placement": "gpus" if cuda else "cpu", "launch": "processes",
-        "precision": args.precision, "scaling": args.scaling, "data": "synthetic",
+        "precision": args.precision, "channels_last": args.channels_last, "step_mode": step_mode,
+        "compile": args.compile, "compile_mode": args.compile_mode if args.compile else None,
+        "cudnn_benchmark": cuda, "fused_adam": cuda,
+        "scaling": args.scaling, "data": "synthetic",
         "batch_per_rank": args.batch_per_gpu, "steps": args.steps, "warmup": args.warmup,
         "versions": versions(), "buckets": buckets, "price_per_gpu_hour": args.price_per_gpu_hour,
         "baseline": baseline, "rows": rows, "time_to_accuracy": None}

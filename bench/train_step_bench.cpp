@@ -7,8 +7,11 @@
 //                    [--profile-steps N] [--json]
 // --ddp times the same model also wrapped in DistributedDataParallel over a group of one rank
 // (NCCL on a GPU, the threads backend on the CPU); --graph times it as a captured step
-// (train::CapturedStep, one CUDA graph replay a step). The variants' steps alternate in blocks,
-// so all see the same clocks, and each row gives its time against the plain model's.
+// (train::CapturedStep, one CUDA graph replay a step); both together add the captured DDP step
+// (graph_ddp: CapturedStep over the DDP model, its NCCL all-reduce inside the graph). The
+// variants' steps alternate in blocks, so all see the same clocks, and each row gives its
+// overhead against its reference: ddp and graph against plain, graph_ddp against graph (DDP's
+// cost in a captured step, as ddp's is in an eager one).
 // --precision (train/precision.h; default tf32) applies to every variant; other than tf32 it is
 // appended to the variants' names ("graph_bf16": bf16 autocast in a captured step).
 // --profile-steps N runs N more steps of each variant after the timing, bracketed for a profiler
@@ -50,6 +53,7 @@ struct Trainee {
   std::unique_ptr<loom::optim::Adam> optimizer;
   std::unique_ptr<loom::train::CapturedStep> captured;
   bool autocast = false;
+  size_t reference = 0;  // the trainee its overhead is measured against: plain, or graph for graph_ddp
   void step(const loom::Tensor& images, const loom::Tensor& labels) {
     if (captured) {
       captured->run(images, labels);
@@ -77,9 +81,10 @@ Trainee make_trainee(const std::string& variant, const std::string& name, loom::
   if (group) t.model = std::make_shared<dist::DistributedDataParallel>(t.model, group);
   t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
                                                     loom::optim::GroupOptions().with_lr(1e-3));
-  if (variant == "graph") {
+  if (variant == "graph" || variant == "graph_ddp") {
     loom::train::CapturedStep::Options options;
     options.autocast = t.autocast;
+    options.group = group;  // graph_ddp: its all-reduce captured with the step
     t.captured = std::make_unique<loom::train::CapturedStep>(
         *t.model,
         [](const loom::Tensor& out, const loom::Tensor& y) { return nn::binary_cross_entropy_with_logits(out, y); },
@@ -114,8 +119,10 @@ std::vector<double> time_steps(const std::function<void()>& step, int n, loom::D
   return ms;
 }
 
-void print_row(bool json, const std::string& model, int64_t batch, loom::Device device,
-               const std::string& variant, const std::vector<double>& ms, int iters, double overhead) {
+// overhead: % against the reference variant (named `reference`); vs_plain: % against plain.
+void print_row(bool json, const std::string& model, int64_t batch, loom::Device device, const std::string& variant,
+               const std::vector<double>& ms, int iters, double overhead, const std::string& reference,
+               double vs_plain) {
   const double med = median(ms), best = *std::min_element(ms.begin(), ms.end());
   if (json) {
     std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
@@ -124,13 +131,19 @@ void print_row(bool json, const std::string& model, int64_t batch, loom::Device 
                 model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
                 med, best, iters, loom::conv_benchmark() ? "true" : "false",
                 static_cast<long long>(loom::conv_benchmark_limit()));
-    if (variant != "plain") std::printf(", \"vs_plain_pct\": %.2f", overhead);
-    if (variant == "ddp") std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
+    if (!reference.empty()) {
+      std::printf(", \"vs_plain_pct\": %.2f, \"overhead_vs\": \"%s\", \"overhead_pct\": %.2f", vs_plain,
+                  reference.c_str(), overhead);
+    }
+    // DDP's cost: eager against the plain step, captured against the captured plain step.
+    if (variant.rfind("ddp", 0) == 0 || variant.rfind("graph_ddp", 0) == 0) {
+      std::printf(", \"ddp_overhead_pct\": %.2f", overhead);
+    }
     std::printf("}\n");
   } else {
-    std::printf("%-12s %6lld %-8s %-6s %12.4f %12.4f", model.c_str(), static_cast<long long>(batch),
+    std::printf("%-12s %6lld %-8s %-18s %12.4f %12.4f", model.c_str(), static_cast<long long>(batch),
                 device.str().c_str(), variant.c_str(), med, best);
-    if (variant != "plain") std::printf(" %+9.2f%%", overhead);
+    if (!reference.empty()) std::printf(" %+9.2f%% vs %s", overhead, reference.c_str());
     std::printf("\n");
   }
 }
@@ -151,7 +164,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 100000));
   app.add_option("--iters", iters)->check(CLI::Range(1, 100000));
   app.add_flag("--ddp", ddp, "also time the model inside DistributedDataParallel (one rank)");
-  app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep)");
+  app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep); with --ddp "
+               "also the captured DDP step (graph_ddp)");
   app.add_flag("--conv-benchmark", conv_benchmark,
                "choose cuDNN's convolution algorithms by timing them (loom::set_conv_benchmark)");
   app.add_option("--conv-benchmark-limit", conv_benchmark_limit,
@@ -191,6 +205,12 @@ int main(int argc, char** argv) {
       trainees.push_back(make_trainee("ddp", model_name, device, group, precision, channels_last));
     }
     if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr, precision, channels_last));
+    if (graph && ddp) {
+      // Its own communicator: the eager DDP's collectives and the graph's never share one.
+      const dist::GroupPtr graph_group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index);
+      trainees.push_back(make_trainee("graph_ddp", model_name, device, graph_group, precision, channels_last));
+      trainees.back().reference = trainees.size() - 2;  // the captured plain step
+    }
     for (int i = 0; i < warmup; ++i) {
       for (Trainee& t : trainees) t.step(images, labels);
     }
@@ -219,15 +239,22 @@ int main(int argc, char** argv) {
                   device.str().c_str(), warmup, iters, std::thread::hardware_concurrency(),
                   conv_benchmark ? "timing" : "heuristics",
                   ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
-      std::printf("%-12s %6s %-8s %-6s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
-                  "min_ms", trainees.size() > 1 ? "  vs plain" : "");
+      if (graph && ddp) {
+        std::printf("# overhead: ddp and graph against plain; graph_ddp (CapturedStep over the DDP model, its NCCL "
+                    "all-reduce in the graph) against graph: DDP's cost in a captured step\n");
+      }
+      std::printf("%-12s %6s %-8s %-18s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
+                  "min_ms", trainees.size() > 1 ? "   overhead" : "");
     }
     if (channels_last) {
       for (Trainee& t : trainees) t.variant += "_cl";
     }
     for (size_t t = 0; t < trainees.size(); ++t) {
+      const size_t r = trainees[t].reference;
+      const double overhead = 100.0 * (median(ms[t]) / median(ms[r]) - 1.0);
       const double vs_plain = 100.0 * (median(ms[t]) / median(ms[0]) - 1.0);
-      print_row(json, model_name, batch, device, trainees[t].variant, ms[t], iters, vs_plain);
+      print_row(json, model_name, batch, device, trainees[t].variant, ms[t], iters, overhead,
+                t == 0 ? std::string() : trainees[r].variant, vs_plain);
     }
     return 0;
   } catch (const loom::Error& e) {

@@ -1,7 +1,7 @@
 // loom-scaling: training speed against GPU count (see apps/scaling/README.md).
 //   loom-scaling --model seed_cnn --gpus 1,2,4,8 --batch-per-gpu 32 --steps 300 --warmup 50
 //                [--data synthetic|DIR] [--precision fp32|tf32|bf16] [--channels-last]
-//                [--launch threads|processes]
+//                [--graph auto|on|off] [--launch auto|threads|processes]
 //                [--scaling weak|strong] [--skip-missing] [--price-per-gpu-hour P]
 //                [--time-to-accuracy 0.75 --data DIR] [--compare TORCH.json] [--out DIR]
 //                [--pipeline 2,4 [--micro-batches M] [--pipeline-schedule gpipe|1f1b]]
@@ -61,8 +61,12 @@ int main(int argc, char** argv) {
   app.add_flag("--channels-last", c.channels_last, "lay the images and the convolution weights out "
                "channels-last (NHWC): faster convolutions on CUDA for classic_cnn and resnet18 "
                "(docs/benchmarks.md)");
-  app.add_option("--launch", c.launch, "threads (one process) or processes (one per rank, as torchrun)")
-      ->check(CLI::IsMember({"threads", "processes"}))->capture_default_str();
+  // Checked by loom-scaling itself (check_config): a bad value is a loom::Error naming it.
+  app.add_option("--launch", c.launch, "threads (one process), processes (one per rank, as torchrun), or auto: "
+                 "processes for one rank per GPU with any world above 1, else threads")->capture_default_str();
+  app.add_option("--graph", c.graph, "each rank's step as one CUDA graph replay (train::CapturedStep, DDP's NCCL "
+                 "all-reduces inside) and the plain baseline's too: auto (wherever possible: CUDA, NCCL), on, off")
+      ->capture_default_str();
   app.add_option("--scaling", scaling, "weak (batch per rank fixed) or strong (global batch fixed)")
       ->check(CLI::IsMember({"weak", "strong"}))->capture_default_str();
   app.add_flag("--skip-missing", c.skip_missing, "report GPU counts above the machine's as not run");
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
     LOOM_CHECK(!c.pipeline_stages.empty() || (app.count("--micro-batches") == 0 && app.count("--pipeline-schedule") == 0),
                "--micro-batches and --pipeline-schedule shape the --pipeline rows: give --pipeline too");
     if (loom::dist::read_launch_environment().launcher != "none") {  // one rank of mpirun/srun/torchrun's job
-      LOOM_CHECK(!tta && c.launch == "threads" && gpus.empty() && world_sizes.empty() && c.pipeline_stages.empty(),
+      LOOM_CHECK(!tta && app.count("--launch") == 0 && gpus.empty() && world_sizes.empty() && c.pipeline_stages.empty(),
                  "loom-scaling under a launcher measures the job's own size: leave out --gpus, --world-sizes, "
                  "--launch, --pipeline and --time-to-accuracy");
       c.placement = device == "cpu" ? Placement::Cpu : Placement::Gpus;

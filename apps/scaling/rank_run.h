@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <loom/loom.h>
+#include <nlohmann/json.hpp>
 
 #include "pipeline.h"
 
@@ -37,6 +38,10 @@ struct RankResult {
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;
   int warmup_steps = 0;                 // the untimed steps it ran first
+  std::string step_mode = "eager";      // "graph": every step through train::CapturedStep
+  int timed_eager_steps = 0;            // graph mode: timed steps that ran eagerly instead (0 expected)
+  std::vector<double> rank_median_ms;   // every rank's median step, by rank (DDP only)
+  std::optional<dist::DdpStepStats> ddp_step;  // the last timed backward's bucket launches (eager DDP)
   // A pipeline's (run_pipeline; never from a rank process, so not in rank_result_json): its
   // stages, and one extra step's timing with every stage op timed.
   std::vector<dist::PipelineStage> stages;
@@ -59,9 +64,10 @@ double quantile(const std::vector<double>& sorted, double q);
 double median(std::vector<double> v);
 
 // Runs on every rank of `group` (null: the plain model alone on `device`); every rank returns
-// the same differing_ranks, rank 0's times are the row's (every rank waits for the others each
-// step). The plain model warms up for config.warmup steps and at least config.warmup_seconds;
-// a group's ranks for exactly config.warmup steps (they must take the same number).
+// the same differing_ranks and rank_median_ms, rank 0's times are the row's (every rank waits
+// for the others each step). The plain model warms up for config.warmup steps and at least
+// config.warmup_seconds; a group's ranks for exactly config.warmup steps (they must take the
+// same number), and in graph mode for at least 2 (the eager step and the capture).
 RankResult run_rank(const Config& config, const ImageSource& images, int64_t batch, Device device,
                     const dist::GroupPtr& group);
 
@@ -81,6 +87,11 @@ int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model);
 // alike: how the one-rank row is measured against its baseline.
 std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& config, const ImageSource& images,
                                                         int64_t batch, Device device, const dist::GroupPtr& group);
+
+// DDP's bucket launches of a backward as report.json and the rank processes write them:
+// {"buckets", "launched_during_backward", "launched_at_end", "held_back"}.
+nlohmann::json ddp_step_json(const dist::DdpStepStats& stats);
+dist::DdpStepStats ddp_step_from_json(const nlohmann::json& j);
 
 // What a rank process hands back to loom-scaling: rank 0's RankResult as JSON.
 std::string rank_result_json(const RankResult& result);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rank_run.h"
+#include "row_figures.h"
 #include "scaling.h"
 
 namespace loom::scaling {
@@ -52,18 +54,29 @@ std::string fixed(const std::optional<double>& v, int digits) {
   return text;
 }
 
+std::optional<double> slowest_ms(const Row& r) {
+  const std::optional<RankSpread> spread = rank_spread(r.rank_median_ms);
+  return spread ? std::optional<double>(spread->slowest_ms) : std::nullopt;
+}
+
+std::optional<double> percent(const std::optional<double>& share) {
+  return share ? std::optional<double>(100.0 * *share) : std::nullopt;
+}
+
 std::string row_text(const Row& r, bool plain) {
-  char line[320];
+  char line[400];
   if (!r.ran) {
     std::snprintf(line, sizeof(line), "%6d  %s\n", r.world_size, r.note.c_str());
     return line;
   }
   std::snprintf(line, sizeof(line),
-                "%6s  %7lld  %9.3f  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %8s  %8s  %8.3f  %6d  %8s  %s\n",
+                "%6s  %7lld  %9.3f  %8s  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %8s  %8s  %6s  %8.3f  %6d  %8s  %-5s  "
+                "%-10s  %s\n",
                 plain ? "plain" : std::to_string(r.world_size).c_str(), static_cast<long long>(r.global_batch),
-                r.median_ms, r.p10_ms, r.p90_ms, r.images_per_s, r.speedup, 100.0 * r.efficiency,
-                fixed(r.comm_ms, 3).c_str(), fixed(r.exposed_comm_ms, 3).c_str(), r.loader_wait_ms,
-                r.differing_ranks, fixed(r.usd_per_million_images, 3).c_str(), r.note.c_str());
+                r.median_ms, fixed(slowest_ms(r), 3).c_str(), r.p10_ms, r.p90_ms, r.images_per_s, r.speedup,
+                100.0 * r.efficiency, fixed(r.comm_ms, 3).c_str(), fixed(r.exposed_comm_ms, 3).c_str(),
+                fixed(percent(exposed_share(r)), 1).c_str(), r.loader_wait_ms, r.differing_ranks,
+                fixed(r.usd_per_million_images, 3).c_str(), r.step_mode.c_str(), r.launch.c_str(), r.note.c_str());
   return line;
 }
 
@@ -72,12 +85,21 @@ std::string csv(const std::optional<double>& v) { return v ? fixed(v, 6) : ""; }
 nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 nlohmann::json row_json(const Row& r) {
-  return {{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note}, {"global_batch", r.global_batch},
+  nlohmann::json j = {{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note}, {"global_batch", r.global_batch},
+          {"step_mode", r.step_mode}, {"launch", r.launch},
           {"median_ms", r.median_ms}, {"p10_ms", r.p10_ms}, {"p90_ms", r.p90_ms},
           {"images_per_s", r.images_per_s}, {"speedup", r.speedup}, {"efficiency", r.efficiency},
           {"comm_ms", optional_json(r.comm_ms)}, {"exposed_comm_ms", optional_json(r.exposed_comm_ms)},
+          {"exposed_measure", r.exposed_measure.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.exposed_measure)},
+          {"exposed_share", optional_json(exposed_share(r))},
           {"loader_wait_ms", r.loader_wait_ms}, {"differing_ranks", r.differing_ranks},
-          {"usd_per_million_images", optional_json(r.usd_per_million_images)}};
+          {"usd_per_million_images", optional_json(r.usd_per_million_images)},
+          {"rank_median_ms", r.rank_median_ms}, {"rank_images_per_s", rank_images_per_s(r)},
+          {"slowest_rank_ms", optional_json(slowest_ms(r))}};
+  const std::optional<RankSpread> spread = rank_spread(r.rank_median_ms);
+  j["slowest_rank"] = spread ? nlohmann::json(spread->slowest_rank) : nlohmann::json(nullptr);
+  j["ddp_step"] = r.ddp_step ? ddp_step_json(*r.ddp_step) : nlohmann::json(nullptr);
+  return j;
 }
 
 // "pipeline 2 stages, 4 micro-batches, gpipe".
@@ -163,6 +185,30 @@ std::string placement_text(const Config& c) {
   return "";
 }
 
+// Each row's label and a field of it: "plain graph, 1 graph, 2 eager".
+std::string per_row(const Report& report, const std::string Row::*field) {
+  std::string text = report.baseline.ran ? "plain " + report.baseline.*field : "";
+  for (const Row& r : report.rows) {
+    if (r.ran) text += detail::concat(text.empty() ? "" : ", ", r.world_size, " ", r.*field);
+  }
+  for (const PipelineRow& p : report.pipeline_rows) {
+    if (p.row.ran) text += detail::concat(text.empty() ? "" : ", ", "pipeline ", p.stages, " ", p.row.*field);
+  }
+  return text.empty() ? "no row ran" : text;
+}
+
+std::string step_mode_text(const Report& report) {
+  return "step mode (--graph " + report.config.graph + "): graph = each rank's whole step (forward, BCE, backward "
+         "with DDP's NCCL all-reduces, Adam) is one CUDA graph replay (train::CapturedStep; with 2+ ranks each step "
+         "first agrees on the batch shape over the group), eager = op by op; rows: " + per_row(report, &Row::step_mode);
+}
+
+std::string launch_text(const Report& report) {
+  return "launch: in_process = loom-scaling's own thread (the plain model, and a world of one timed beside it), "
+         "threads = a thread per rank (dist::spawn), processes = a process per rank (as torchrun); rows: " +
+         per_row(report, &Row::launch);
+}
+
 }  // namespace
 
 std::string report_text(const Report& report) {
@@ -171,6 +217,8 @@ std::string report_text(const Report& report) {
   out << "# loom-scaling " << report.date
       << ": data-parallel training steps (forward, BCE, backward with the DDP all-reduce, Adam)\n";
   out << "# placement: " << placement_text(c) << "\n";
+  out << "# " << launch_text(report) << "\n";
+  out << "# " << step_mode_text(report) << "\n";
   out << "# " << cuda_device_count() << " CUDA device" << (cuda_device_count() == 1 ? "" : "s") << " visible; "
       << (built_with_cuda() ? cuda_library_versions() + ", " : "") << "NCCL " << dist::nccl_version() << "\n";
   std::istringstream gpus(gpu_lines());
@@ -195,13 +243,18 @@ std::string report_text(const Report& report) {
   for (const auto& b : report.buckets) out << " [" << b.numel << " " << dtype_name(b.dtype) << ", " << bucket_bytes(b) << " B]";
   out << "\n";
   out << "# speedup = images/s over loom's plain model (no DDP wrapper) on one device; efficiency = speedup / ranks\n"
-      << "# comm_ms = the step's bucket all-reduces alone, back to back; exposed = median stall of the compute\n"
-      << "#   stream at the end of backward waiting for them (events; the CPU: host clock); loader = median host wait for a\n"
-      << "#   batch; differ = ranks whose parameter hash differs from rank 0's after the run (must be 0)\n";
+      << "# median_ms is rank 0's step; slowest = the largest of every rank's median step (a straggler the others\n"
+      << "#   wait for shows there)\n"
+      << "# comm_ms = the step's bucket all-reduces alone, back to back; exposed: on eager rows the median stall of the\n"
+      << "#   compute stream at the end of backward waiting for them (DDP's events; the CPU: host clock), on graph rows\n"
+      << "#   DDP step median - plain step median (a replay cannot time its stall, so this also holds DDP's own work\n"
+      << "#   and the wait for slower ranks); exp% = exposed / median_ms; loader = median host wait for a batch;\n"
+      << "#   differ = ranks whose parameter hash differs from rank 0's after the run (must be 0)\n";
   if (c.price_per_gpu_hour) out << "# cost: " << *c.price_per_gpu_hour << " $ per GPU hour\n";
   out << "#\n";
   if (report.baseline.ran) {  // not with --tta-only
-    out << "# ranks   global  median_ms    p10_ms    p90_ms    images/s  speedup  effic.   comm_ms   exposed   loader  differ  $/M img\n";
+    out << "# ranks   global  median_ms   slowest    p10_ms    p90_ms    images/s  speedup  effic.   comm_ms   exposed"
+           "    exp%    loader  differ   $/M img  mode   launch      note\n";
     out << row_text(report.baseline, true);
     for (const Row& r : report.rows) out << row_text(r, false);
     if (!report.pipeline_rows.empty()) {
@@ -225,16 +278,18 @@ std::string report_text(const Report& report) {
   if (report.accuracy) {
     const AccuracyRun& a = *report.accuracy;
     out << "#\n# time to accuracy: validation accuracy >= " << a.target << " on " << c.data << "; lr rule: " << a.lr_rule << "\n";
-    out << "# ranks   global        lr  epochs  to_target  seconds_to_target  final_acc   seconds  $_to_target\n";
+    out << "# steps as loom-catdog's default --graph auto runs them: graph at one CUDA rank, eager otherwise\n";
+    out << "# ranks   global        lr  epochs  to_target  seconds_to_target  final_acc   seconds  $_to_target  mode\n";
     for (const AccuracyRow& r : a.rows) {
       char line[256];
       if (!r.ran) {
         std::snprintf(line, sizeof(line), "%7d  %s\n", r.world_size, r.note.c_str());
       } else {
-        std::snprintf(line, sizeof(line), "%7d  %7lld  %8.4f  %6lld  %9s  %17s  %9.4f  %8.1f  %11s\n", r.world_size,
-                      static_cast<long long>(r.global_batch), r.lr, static_cast<long long>(r.epochs),
+        std::snprintf(line, sizeof(line), "%7d  %7lld  %8.4f  %6lld  %9s  %17s  %9.4f  %8.1f  %11s  %s\n",
+                      r.world_size, static_cast<long long>(r.global_batch), r.lr, static_cast<long long>(r.epochs),
                       r.epochs_to_target ? std::to_string(*r.epochs_to_target).c_str() : "never",
-                      fixed(r.seconds_to_target, 1).c_str(), r.final_accuracy, r.seconds, fixed(r.usd_to_target, 4).c_str());
+                      fixed(r.seconds_to_target, 1).c_str(), r.final_accuracy, r.seconds,
+                      fixed(r.usd_to_target, 4).c_str(), r.step_mode.c_str());
       }
       out << line;
     }
@@ -264,6 +319,7 @@ std::string report_json(const Report& report) {
   j["gpus_present"] = cuda_device_count();
   j["placement"] = placement_name(c.placement);
   j["launch"] = c.launch;
+  j["graph"] = c.graph;
   j["precision"] = c.precision;
   j["channels_last"] = c.channels_last;
   j["scaling"] = c.strong ? "strong" : "weak";
@@ -292,7 +348,8 @@ std::string report_json(const Report& report) {
     for (const AccuracyRow& r : report.accuracy->rows) {
       auto opt_int = [](const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
       t["rows"].push_back({{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note},
-                           {"global_batch", r.global_batch}, {"lr", r.lr}, {"epochs", r.epochs},
+                           {"global_batch", r.global_batch}, {"step_mode", r.step_mode}, {"lr", r.lr},
+                           {"epochs", r.epochs},
                            {"epochs_to_target", opt_int(r.epochs_to_target)},
                            {"seconds_to_target", optional_json(r.seconds_to_target)},
                            {"final_accuracy", r.final_accuracy}, {"seconds", r.seconds},
@@ -307,7 +364,7 @@ std::string report_csv(const Report& report) {
   std::ostringstream out;
   out << "kind,world_size,ran,global_batch,median_ms,p10_ms,p90_ms,images_per_s,speedup,efficiency,comm_ms,"
          "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,micro_batches,schedule,bubble,"
-         "theoretical_bubble,stage_layout,note\n";
+         "theoretical_bubble,stage_layout,step_mode,launch,slowest_rank_ms,exposed_share,note\n";
   // One field, no quoting needed.
   const auto field = [](std::string text) {
     for (char& ch : text) if (ch == ',' || ch == '"') ch = ';';
@@ -325,7 +382,8 @@ std::string report_csv(const Report& report) {
     } else {
       out << ",,,,,";
     }
-    out << field(r.note) << "\n";
+    out << r.step_mode << "," << field(r.launch) << "," << csv(slowest_ms(r)) << "," << csv(exposed_share(r)) << ","
+        << field(r.note) << "\n";
   };
   line("plain", report.baseline, nullptr);
   for (const Row& r : report.rows) line("ddp", r, nullptr);

@@ -14,29 +14,11 @@
 
 #include "process_launch.h"
 #include "rank_run.h"
+#include "row_figures.h"
 
 namespace loom::scaling {
 
 namespace {
-
-void fill_row(Row& row, const RankResult& r, const Config& c) {
-  std::vector<double> ms = r.step_ms;
-  std::sort(ms.begin(), ms.end());
-  row.median_ms = quantile(ms, 0.5);
-  row.p10_ms = quantile(ms, 0.1);
-  row.p90_ms = quantile(ms, 0.9);
-  row.images_per_s = static_cast<double>(row.global_batch) / (row.median_ms / 1e3);
-  row.comm_ms = r.comm_ms;
-  if (!r.exposed_comm_ms.empty()) row.exposed_comm_ms = median(r.exposed_comm_ms);
-  row.loader_wait_ms = median(r.loader_wait_ms);
-  row.differing_ranks = r.differing_ranks;
-  const int gpus = gpus_used(c, row.world_size);
-  if (c.price_per_gpu_hour && gpus > 0) {
-    const double seconds_per_million = 1e6 / row.images_per_s;
-    row.usd_per_million_images = *c.price_per_gpu_hour * gpus * seconds_per_million / 3600.0;
-  }
-  row.ran = true;
-}
 
 int64_t rank_batch(const Config& c, int world) {
   if (!c.strong) return c.batch_per_rank;
@@ -79,6 +61,20 @@ void check_pipelines(const Config& c) {
   }
 }
 
+// --graph against the placement, before anything is measured (captures_steps decides each rank).
+void check_graph(const Config& c) {
+  LOOM_CHECK(c.graph == "auto" || c.graph == "on" || c.graph == "off", "--graph: expected auto, on or off, got '",
+             c.graph.substr(0, 32), "'");
+  if (c.graph != "on") return;
+  LOOM_CHECK(c.placement != Placement::Cpu, "--graph on: CUDA graphs need --device cuda; on the CPU every step is eager");
+  const bool shared = c.placement == Placement::OneGpu &&
+                      std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
+  LOOM_CHECK(!shared, "--graph on: ranks sharing cuda:0 (--world-sizes) all-reduce over the threads backend, "
+             "which a CUDA graph cannot hold; use --graph auto (those rows then run eagerly) or off");
+  LOOM_CHECK(c.pipeline_stages.empty(), "--graph on and --pipeline: a pipeline's stages run op by op on their own "
+             "streams and are not captured; use --graph auto (the pipeline rows then run eagerly) or off");
+}
+
 void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
   LOOM_CHECK(c.steps >= 1 && c.warmup >= 0, "loom-scaling: --steps must be at least 1 and --warmup at least 0");
@@ -88,11 +84,11 @@ void check_config(const Config& c) {
              "--precision: expected fp32, tf32 or bf16, got '", c.precision.substr(0, 32), "'");
   LOOM_CHECK(c.precision != "bf16" || c.pipeline_stages.empty(),
              "--precision bf16 does not apply to --pipeline rows yet (their stages hand over float32)");
-  LOOM_CHECK(c.launch == "threads" || c.launch == "processes", "--launch: expected threads or processes, got '",
-             c.launch.substr(0, 32), "'");
+  LOOM_CHECK(c.launch == "auto" || c.launch == "threads" || c.launch == "processes",
+             "--launch: expected auto, threads or processes, got '", c.launch.substr(0, 32), "'");
   LOOM_CHECK(!(c.launch == "processes" && c.placement == Placement::OneGpu),
              "--launch processes puts each rank on its own GPU; ranks sharing one GPU are threads");
-  LOOM_CHECK(c.launch == "threads" || !c.self_command.empty(), "--launch processes: no program to start the ranks with");
+  check_graph(c);
   LOOM_CHECK(c.placement == Placement::Cpu || built_with_cuda(), "--device cuda: loom-scaling was built without CUDA");
   LOOM_CHECK(!c.price_per_gpu_hour || (std::isfinite(*c.price_per_gpu_hour) && *c.price_per_gpu_hour > 0),
              "--price-per-gpu-hour must be a positive number");
@@ -104,6 +100,8 @@ void check_config(const Config& c) {
                  " GPU", cuda_device_count() == 1 ? "" : "s", " (--skip-missing reports such rows as not run)");
     }
   }
+  LOOM_CHECK(launch_for(c) != "processes" || !c.self_command.empty(),
+             "--launch processes: no program to start the ranks with");
   check_pipelines(c);
 }
 
@@ -164,6 +162,7 @@ PipelineRow pipeline_row(const Config& c, const ImageSource& images, const Row& 
   for (int s = 0; s < n; ++s) spec.devices.push_back(c.placement == Placement::Gpus ? cuda_device(s) : base_device(c));
   spec.micro_batches = p.micro_batches;
   spec.schedule = c.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+  row.launch = "in_process";
   const RankResult r = run_pipeline(c, images, row.global_batch, spec);
   fill_row(row, r, c);
   row.speedup = row.images_per_s / base.images_per_s;
@@ -193,6 +192,12 @@ const char* placement_name(Placement p) {
   return "?";
 }
 
+std::string launch_for(const Config& c) {
+  if (c.launch != "auto") return c.launch;
+  const bool several = std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
+  return c.placement == Placement::Gpus && several ? "processes" : "threads";
+}
+
 int micro_batches_for(const Config& c, int stages) { return c.micro_batches.value_or(2 * stages); }
 
 int64_t global_batch_for(const Config& c, int n) {
@@ -209,7 +214,9 @@ int gpus_used(const Config& c, int world_size) {
   return 0;
 }
 
-Report run(const Config& c) {
+Report run(const Config& config) {
+  Config c = config;
+  c.launch = launch_for(config);
   check_config(c);
   ConvTf32Scope tf32(c.precision != "fp32");  // bf16: float32 layers' convolutions too
   const ImageSource images = load_images(c.data, std::max(c.workers, 1));
@@ -223,9 +230,10 @@ Report run(const Config& c) {
   base.world_size = 1;
   base.note = "plain model";
   base.global_batch = rank_batch(c, 1);
+  base.launch = "in_process";
   std::optional<RankResult> one_rank;
-  const bool paired = c.launch == "threads" &&
-                      std::find(c.world_sizes.begin(), c.world_sizes.end(), 1) != c.world_sizes.end();
+  // A world of one needs no launch: it runs here, beside the plain model, whatever --launch says.
+  const bool paired = std::find(c.world_sizes.begin(), c.world_sizes.end(), 1) != c.world_sizes.end();
   RankResult plain;
   if (paired) {
     std::tie(plain, one_rank) = world_of_one_beside_plain(c, images, base.global_batch);
@@ -250,8 +258,10 @@ Report run(const Config& c) {
     }
     if (c.placement == Placement::OneGpu && n > 1) row.note = "ranks share one GPU: not a multi-GPU speedup";
     if (n == 1 && one_rank) row.note = "timed alternating with the plain model";
+    row.launch = n == 1 && one_rank ? "in_process" : c.launch;
     const RankResult r = n == 1 && one_rank ? *one_rank : run_world(worlds, images, n);
     fill_row(row, r, c);
+    if (row.step_mode == "graph") set_exposed_from_plain(row, base);
     report.buckets = r.buckets;
     row.speedup = row.images_per_s / base.images_per_s;
     row.efficiency = row.speedup / n;
@@ -277,6 +287,7 @@ std::optional<Report> run_in_job(const Config& c) {
     Row& base = report.baseline;
     base.world_size = 1;
     base.note = "plain model, rank 0";
+    base.launch = report.config.launch;
     base.global_batch = c.batch_per_rank;
     const RankResult plain = run_rank(c, images, base.global_batch, group->device(), nullptr);
     report.parameters = plain.parameters;
@@ -295,7 +306,9 @@ std::optional<Report> run_in_job(const Config& c) {
   row.global_batch = c.batch_per_rank * n;
   const RankResult r = run_rank(job, images, c.batch_per_rank, group->device(), group);
   if (group->rank() != 0) return std::nullopt;
+  row.launch = report.config.launch;
   fill_row(row, r, report.config);
+  if (row.step_mode == "graph") set_exposed_from_plain(row, report.baseline);
   row.speedup = row.images_per_s / report.baseline.images_per_s;
   row.efficiency = row.speedup / n;
   report.buckets = r.buckets;

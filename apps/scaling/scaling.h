@@ -38,7 +38,14 @@ struct Config {
   bool channels_last = false;        // the images fed channels-last (NHWC), as loom-catdog's --channels-last
   std::string data = "synthetic";    // or a folder of photographs (train/ and val/, or class folders)
   int workers = 2;                   // loader threads per rank with a folder
-  std::string launch = "threads";    // threads: dist::spawn; processes: process_launch.h
+  // threads: dist::spawn; processes: process_launch.h, as torchrun starts them; auto (the
+  // default): processes for one rank per GPU with any world above 1, threads otherwise
+  // (launch_for). A world of one always runs in this process, timed beside the plain model.
+  std::string launch = "auto";
+  // Each rank's step as one CUDA graph replay (train::CapturedStep, DDP's NCCL all-reduces
+  // inside): on, off, or auto (the default: wherever it can be, i.e. on CUDA with no group or an
+  // NCCL one; the plain baseline too, so that both sides of a comparison run alike).
+  std::string graph = "auto";
   // How to start this program again as one rank process (--launch processes): argv, the
   // program's absolute path first.
   std::vector<std::string> self_command;
@@ -60,11 +67,18 @@ struct Row {
   int world_size = 1;
   bool ran = false;
   std::string note;                  // why not run, or a label
+  std::string step_mode = "eager";   // "graph": each step one CUDA graph replay; "eager": op by op
+  std::string launch;                // "in_process" (loom-scaling's own thread), "threads", "processes", a launcher
   int64_t global_batch = 0;
   double median_ms = 0, p10_ms = 0, p90_ms = 0;  // per step, over the timed steps
   double images_per_s = 0, speedup = 0, efficiency = 0;
   std::optional<double> comm_ms;          // the step's all-reduces alone (DDP rows)
-  std::optional<double> exposed_comm_ms;  // median stall at the end of backward (DDP rows)
+  // DDP rows. Eager: the median stall at the end of backward (DDP's events); graph: the DDP
+  // step's median minus the plain model's (a replay cannot time its stall; see exposed_measure).
+  std::optional<double> exposed_comm_ms;
+  std::string exposed_measure;            // "stall" or "ddp_minus_plain"; "" without exposed_comm_ms
+  std::vector<double> rank_median_ms;     // every rank's median step, by rank (DDP rows)
+  std::optional<dist::DdpStepStats> ddp_step;  // rank 0's last timed backward (eager DDP rows)
   double loader_wait_ms = 0;              // median host wait for a batch
   int differing_ranks = 0;
   std::optional<double> usd_per_million_images;
@@ -76,6 +90,7 @@ struct AccuracyRow {
   bool ran = false;
   std::string note;                   // why not run
   int64_t global_batch = 0;
+  std::string step_mode = "eager";    // as loom-catdog's default --graph auto runs it (catdog_step_mode)
   double lr = 0;                      // the peak rate after the warmup
   int64_t epochs = 0;
   std::optional<int64_t> epochs_to_target;  // the first epoch (from 1) whose val accuracy reached it
@@ -118,6 +133,10 @@ struct Report {
   std::optional<AccuracyRun> accuracy;
   std::string date;                  // "2026-12-01 10:00 UTC"
 };
+
+// --launch auto resolved: processes for one rank per GPU with a world above 1, else threads;
+// any other value as given.
+std::string launch_for(const Config& config);
 
 // The GPUs a row uses (one for every rank sharing cuda:0), 0 on the CPU.
 int gpus_used(const Config& config, int world_size);

@@ -141,35 +141,7 @@ SimReport simulate(const SimulateConfig& c) {
                        " at line rate; " + fixed(inter_alpha, 2) + " us per network step (" +
                        (c.inter_alpha_us ? "given" : "default") + ")");
 
-  // The overlap: measured at the largest world that measured both times, else given, else none.
   const json rows = j.contains("rows") && j.at("rows").is_array() ? j.at("rows") : json::array();
-  int measured_world = 0, largest_ran = 0;
-  double comm = 0, exposed = 0;
-  for (const json& row : rows) {
-    const int n = static_cast<int>(optional_number(row, "world_size").value_or(0));
-    if (!ran(row) || n < 2) continue;
-    largest_ran = std::max(largest_ran, n);
-    const auto cm = optional_number(row, "comm_ms"), ex = optional_number(row, "exposed_comm_ms");
-    if (cm && ex && *cm > 0 && n > measured_world) {
-      measured_world = n, comm = *cm, exposed = *ex;
-      r.measured_step_ms = optional_number(row, "median_ms");
-    }
-  }
-  r.reference_world = measured_world ? measured_world : largest_ran ? largest_ran : c.gpus_per_node;
-  if (measured_world) r.measured_comm_ms = comm, r.measured_exposed_ms = exposed;
-  if (c.overlap) {
-    r.overlap = *c.overlap;
-    r.overlap_source = "given (--overlap)";
-  } else if (measured_world) {
-    r.overlap = std::clamp(1 - exposed / comm, 0.0, 1.0);
-    r.overlap_source = "measured at world " + std::to_string(measured_world) +
-                       ": 1 - exposed_comm_ms " + fixed(exposed, 3) + " / comm_ms " +
-                       fixed(comm, 3);
-  } else {
-    r.overlap = 0;
-    r.overlap_source =
-        "default: " + c.run_source + " measured no comm_ms and exposed_comm_ms, so none is assumed";
-  }
   // DDP's own work per step: the DDP row at world 1 (one rank, NCCL moves nothing) against the
   // plain model. Fixed per-step work, mostly launches, so the same at every n, strong or weak.
   for (const json& row : rows) {
@@ -188,6 +160,40 @@ SimReport simulate(const SimulateConfig& c) {
     r.ddp_source = "default: " + c.run_source +
                    " has no DDP row at world 1 that ran, so 0 (the simulated steps leave DDP's own "
                    "work out)";
+  }
+  // The overlap: measured at the largest world that measured both times, else given, else none.
+  int measured_world = 0, largest_ran = 0;
+  double comm = 0, exposed = 0;
+  bool from_steps = false;  // the reference row was captured: its exposed time is step - plain - w
+  for (const json& row : rows) {
+    const int n = static_cast<int>(optional_number(row, "world_size").value_or(0));
+    if (!ran(row) || n < 2) continue;
+    largest_ran = std::max(largest_ran, n);
+    const auto cm = optional_number(row, "comm_ms");
+    auto ex = optional_number(row, "exposed_comm_ms");
+    // A captured row's exposed time is its step minus the plain one's, w included: w comes apart.
+    const bool steps = optional_string(row, "exposed_measure") == "ddp_minus_plain";
+    if (ex && steps) ex = std::max(0.0, *ex - r.ddp_ms);
+    if (cm && ex && *cm > 0 && n > measured_world) {
+      measured_world = n, comm = *cm, exposed = *ex, from_steps = steps;
+      r.measured_step_ms = optional_number(row, "median_ms");
+    }
+  }
+  r.reference_world = measured_world ? measured_world : largest_ran ? largest_ran : c.gpus_per_node;
+  if (measured_world) r.measured_comm_ms = comm, r.measured_exposed_ms = exposed;
+  if (c.overlap) {
+    r.overlap = *c.overlap;
+    r.overlap_source = "given (--overlap)";
+  } else if (measured_world) {
+    r.overlap = std::clamp(1 - exposed / comm, 0.0, 1.0);
+    r.overlap_source = "measured at world " + std::to_string(measured_world) +
+                       ": 1 - exposed_comm_ms " + fixed(exposed, 3) + " / comm_ms " +
+                       fixed(comm, 3) +
+                       (from_steps ? " (a captured row: exposed = its step - the plain step - w)" : "");
+  } else {
+    r.overlap = 0;
+    r.overlap_source =
+        "default: " + c.run_source + " measured no comm_ms and exposed_comm_ms, so none is assumed";
   }
   const auto compute_ms = [&](int n) { return r.strong ? r.compute_ms / n : r.compute_ms; };
   r.hidden_ms = r.overlap * step_comm(r.reference_world, r.bucket_bytes, m).total_us / 1e3;

@@ -32,6 +32,10 @@ class EpochClock : public train::Callback {
 
 }  // namespace
 
+std::string catdog_step_mode(const Config& c, int world_size) {
+  return c.placement != Placement::Cpu && world_size == 1 ? "graph" : "eager";
+}
+
 void check_accuracy_config(const Config& c, const AccuracyConfig& a) {
   LOOM_CHECK(c.data != "synthetic", "--time-to-accuracy trains on photographs: give --data DIR "
              "(a folder with train/ and val/ class folders)");
@@ -70,6 +74,8 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     t.workers = c.workers;
     t.channels_last = c.channels_last;
     t.limit = a.limit;
+    t.graph = "auto";  // loom-catdog's default (catdog_step_mode says what it does)
+    row.step_mode = catdog_step_mode(c, n);
     t.scale_lr = "linear";
     t.warmup_epochs = a.warmup_epochs;
     row.lr = t.lr * n;  // the linear rule's peak, as loom-catdog's make_lr_plan sets it

@@ -43,7 +43,7 @@ fs::path fresh_dir(const std::string& name) {
 
 void expect_schema(const nlohmann::json& j, int worlds) {
   for (const char* key : {"tool", "date", "model", "parameters", "gradient_bytes", "device", "gpu_name",
-                          "gpus_present", "placement", "launch", "precision", "scaling", "data", "batch_per_rank",
+                          "gpus_present", "placement", "launch", "graph", "precision", "scaling", "data", "batch_per_rank",
                           "steps", "warmup", "versions", "buckets", "price_per_gpu_hour", "baseline", "rows",
                           "pipeline_rows", "time_to_accuracy"}) {
     EXPECT_TRUE(j.contains(key)) << key;
@@ -52,9 +52,14 @@ void expect_schema(const nlohmann::json& j, int worlds) {
   for (const auto& row : j.at("rows")) {
     for (const char* key : {"world_size", "ran", "note", "global_batch", "median_ms", "p10_ms", "p90_ms",
                             "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms",
-                            "loader_wait_ms", "differing_ranks", "usd_per_million_images"}) {
+                            "loader_wait_ms", "differing_ranks", "usd_per_million_images", "step_mode", "launch",
+                            "exposed_measure", "exposed_share", "rank_median_ms", "rank_images_per_s",
+                            "slowest_rank_ms", "slowest_rank", "ddp_step"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
+    EXPECT_EQ(row.at("rank_median_ms").size(), row.at("world_size").get<size_t>());
+    EXPECT_EQ(row.at("step_mode"), "eager") << "the CPU";
+    EXPECT_TRUE(row.at("ddp_step").at("held_back").is_number());
     EXPECT_TRUE(row.at("ran").get<bool>());
     EXPECT_EQ(row.at("differing_ranks"), 0);
     EXPECT_GT(row.at("median_ms").get<double>(), 0.0);
@@ -107,6 +112,9 @@ TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
   expect_schema(j, 2);
   EXPECT_EQ(j.at("launch"), "processes");
   EXPECT_EQ(j.at("rows")[1].at("global_batch"), 16);
+  EXPECT_EQ(j.at("rows")[0].at("launch"), "in_process") << "a world of one runs beside the plain model";
+  EXPECT_EQ(j.at("rows")[1].at("launch"), "processes");
+  EXPECT_EQ(j.at("rows")[1].at("rank_images_per_s").size(), 2u) << "every rank's median crosses from the rank process";
   for (const auto& entry : fs::directory_iterator(out)) {
     EXPECT_EQ(entry.path().string().find("world"), std::string::npos) << "a rank result left behind: " << entry.path();
   }
@@ -136,6 +144,9 @@ TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
        "--time-to-accuracy trains on photographs: give --data DIR"},
       {"--device cpu --world-sizes 1 --pipeline 1", "--pipeline 1: a pipeline needs at least 2 stages"},
       {"--device cpu --world-sizes 1 --micro-batches 4", "shape the --pipeline rows: give --pipeline too"},
+      {"--device cpu --world-sizes 1 --graph maybe", "--graph: expected auto, on or off, got 'maybe'"},
+      {"--device cpu --world-sizes 1 --graph on", "--graph on: CUDA graphs need --device cuda"},
+      {"--device cpu --world-sizes 1 --launch ssh", "--launch: expected auto, threads or processes, got 'ssh'"},
   };
   for (const auto& [flags, message] : cases) {
     std::string output;
@@ -206,6 +217,7 @@ TEST(ScalingTimeToAccuracy, EachWorldTrainsOnThePhotographsAndReportsWhenItReach
     EXPECT_DOUBLE_EQ(*r.seconds_to_target, r.seconds);
     EXPECT_FALSE(r.usd_to_target.has_value()) << "CPU ranks use no GPU to price";
     EXPECT_TRUE(fs::exists(out / ("tta_world" + std::to_string(r.world_size) + ".safetensors")));
+    EXPECT_EQ(r.step_mode, "eager") << "loom-catdog's default on the CPU";
   }
   EXPECT_EQ(run.rows[1].global_batch, 64);
   EXPECT_DOUBLE_EQ(run.rows[1].lr, 2e-3);

@@ -100,7 +100,8 @@ TEST(ScalingPipeline, EachStageCountGetsARowAtTheGlobalBatchOfTheDdpRow) {
 
   const std::string csv = scaling::report_csv(report);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6) << csv;  // header, plain, 2 DDP, 2 pipeline
-  EXPECT_NE(csv.find(",micro_batches,schedule,bubble,theoretical_bubble,stage_layout,note\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",micro_batches,schedule,bubble,theoretical_bubble,stage_layout,step_mode,launch,"
+                     "slowest_rank_ms,exposed_share,note\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\npipeline,2,1,8,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",4,gpipe,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",0.200000,layers 0-"), std::string::npos) << "2 stages, 4 micro-batches: theory 1/5\n" << csv;

@@ -313,6 +313,24 @@ TEST(ScalingSimulate, ExposedIsTheLastBucketOrWhatTheHiddenWindowCannotHold) {
   EXPECT_NEAR(*simulated(scaling::simulate(c), 8).exposed_comm_ms, T(8, 1 << 20), 1e-12);
 }
 
+// A captured run's exposed time is its step minus the plain step's, DDP's own work w included:
+// the overlap takes w back out, so the same stall as kRun's gives the same f.
+TEST(ScalingSimulate, ACapturedRowsExposedTimeLeavesDdpsOwnWorkOut) {
+  auto captured = run_json();
+  captured["rows"][1]["exposed_comm_ms"] = 0.6;  // 0.5 of w + kRun's 0.1 of stall
+  captured["rows"][1]["exposed_measure"] = "ddp_minus_plain";
+  scaling::SimulateConfig c = hand_config({8});
+  c.run_json_text = captured.dump();
+  const scaling::SimReport r = scaling::simulate(c);
+  EXPECT_DOUBLE_EQ(r.overlap, 0.75);
+  EXPECT_DOUBLE_EQ(*r.measured_exposed_ms, 0.1);
+  EXPECT_NE(r.overlap_source.find("a captured row: exposed = its step - the plain step - w"), std::string::npos)
+      << r.overlap_source;
+  captured["rows"][1]["exposed_comm_ms"] = 0.3;  // less than w: nothing exposed, not a negative stall
+  c.run_json_text = captured.dump();
+  EXPECT_DOUBLE_EQ(scaling::simulate(c).overlap, 1.0);
+}
+
 TEST(ScalingSimulate, TwoNodesMatchTheHandComputation) {
   // 80 MB over 2 nodes x 8: intra ring 2*7*1 + 2*7/8 * 8e7 / 1e5 = 1414 us; between the nodes
   // 10 MB per GPU at 50 GB/s: ring 2*1*5 + 2*1/2 * 1e7 / 5e4 = 210 us, tree 2*1*5 + 2 * 1e7 / 5e4

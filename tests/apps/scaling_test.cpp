@@ -39,13 +39,28 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
     EXPECT_EQ(r.differing_ranks, 0);
     EXPECT_EQ(r.loader_wait_ms, 0.0) << "synthetic data waits for nothing";
     EXPECT_FALSE(r.usd_per_million_images.has_value()) << "CPU ranks use no GPU to price";
+    EXPECT_EQ(r.step_mode, "eager") << "--graph auto on the CPU";
+    EXPECT_EQ(r.exposed_measure, "stall");
+    ASSERT_EQ(r.rank_median_ms.size(), static_cast<size_t>(r.world_size));
+    EXPECT_EQ(r.rank_median_ms[0], r.median_ms) << "rank 0's median is the row's";
+    ASSERT_TRUE(r.ddp_step.has_value()) << "an eager DDP row reports its bucket launches";
+    EXPECT_EQ(r.ddp_step->buckets, 1);
+    EXPECT_EQ(r.ddp_step->launched_during_backward + r.ddp_step->launched_at_end, 1);
+    EXPECT_EQ(r.ddp_step->held_back, 0);
   }
+  EXPECT_EQ(report.baseline.step_mode, "eager");
+  EXPECT_EQ(report.baseline.launch, "in_process");
+  EXPECT_EQ(report.rows[0].launch, "in_process") << "a world of one runs beside the plain model";
+  EXPECT_EQ(report.rows[1].launch, "threads");
+  EXPECT_EQ(report.config.launch, "threads") << "auto on the CPU";
   EXPECT_GT(*report.rows[1].comm_ms, 0.0) << "two ranks really all-reduce";
   EXPECT_EQ(report.rows[0].note, "timed alternating with the plain model");
   EXPECT_EQ(report.buckets.size(), 1u);  // seed_cnn's 1.6 MB of gradients: one bucket
   const std::string text = scaling::report_text(report);
   for (const char* part : {"# model seed_cnn (410753 parameters)", "weak scaling, batch 4 per rank",
-                           "CPU thread ranks", "# ranks   global  median_ms", " plain ", "differ"}) {
+                           "CPU thread ranks", "# ranks   global  median_ms   slowest", " plain ", "differ",
+                           "# step mode (--graph auto)", "rows: plain eager, 1 eager, 2 eager",
+                           "rows: plain in_process, 1 in_process, 2 threads", "exp% = exposed / median_ms"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
   const nlohmann::json j = nlohmann::json::parse(scaling::report_json(report));
@@ -54,6 +69,9 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
   EXPECT_EQ(j.at("gradient_bytes"), 410756 * 4);  // padded to 16 bytes in the arena
   EXPECT_EQ(j.at("rows").size(), 2u);
   EXPECT_EQ(j.at("rows")[1].at("differing_ranks"), 0);
+  EXPECT_EQ(j.at("rows")[1].at("rank_images_per_s").size(), 2u);
+  EXPECT_EQ(j.at("rows")[1].at("ddp_step").at("held_back"), 0);
+  EXPECT_TRUE(j.at("baseline").at("ddp_step").is_null());
   const std::string csv = scaling::report_csv(report);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
   EXPECT_EQ(csv.rfind("kind,world_size,ran,", 0), 0u);
@@ -151,7 +169,7 @@ TEST(Scaling, BadConfigurationsAreClearErrors) {
   EXPECT_LOOM_ERROR(scaling::run(c), "--model: expected seed_cnn");
   c = small_cpu_run();
   c.launch = "ssh";
-  EXPECT_LOOM_ERROR(scaling::run(c), "--launch: expected threads or processes");
+  EXPECT_LOOM_ERROR(scaling::run(c), "--launch: expected auto, threads or processes, got 'ssh'");
   c = small_cpu_run();
   c.placement = scaling::Placement::OneGpu;
   c.launch = "processes";
@@ -174,7 +192,19 @@ TEST(Scaling, RankResultsRoundTripAndMalformedOnesAreNamed) {
   r.differing_ranks = 0;
   r.parameters = 17;
   r.buckets.push_back({kCPU, kFloat32, 0, 20, {"w", "b"}});
+  r.step_mode = "graph";
+  r.timed_eager_steps = 2;
+  r.rank_median_ms = {1.5, 1.75};
+  r.ddp_step = dist::DdpStepStats{4, 3, 1, 2};
   const scaling::RankResult back = scaling::rank_result_from_json(scaling::rank_result_json(r), "r.json");
+  EXPECT_EQ(back.step_mode, "graph");
+  EXPECT_EQ(back.timed_eager_steps, 2);
+  EXPECT_EQ(back.rank_median_ms, r.rank_median_ms);
+  ASSERT_TRUE(back.ddp_step.has_value());
+  EXPECT_EQ(back.ddp_step->buckets, 4);
+  EXPECT_EQ(back.ddp_step->launched_during_backward, 3);
+  EXPECT_EQ(back.ddp_step->launched_at_end, 1);
+  EXPECT_EQ(back.ddp_step->held_back, 2);
   EXPECT_EQ(back.step_ms, r.step_ms);
   EXPECT_EQ(back.exposed_comm_ms, r.exposed_comm_ms);
   EXPECT_EQ(back.loader_wait_ms, r.loader_wait_ms);
