@@ -37,6 +37,7 @@ class Batches {
     data::DataLoaderOptions o;
     o.batch_size = batch;
     o.drop_last = true;  // every step the same shape
+    o.on_bad_input = data::OnBadInput::Throw;  // decoded already: a batch never shrinks
     o.num_workers = workers;
     o.device = device;
     o.augment = data::AugmentOptions::torchvision_seed(0);
@@ -115,6 +116,9 @@ Trainee::Trainee(const Config& c, const ImageSource& source, int64_t batch, Devi
     train::CapturedStep::Options options;
     options.autocast = autocast_;
     options.group = group;  // every rank captures and replays in lockstep
+    // Fixed tensors, or equal shards of decoded photographs without the last partial batch:
+    // every rank's batch has the same shape at every step, so no step waits to check it.
+    options.ranks_share_shapes = true;
     captured_ = std::make_unique<train::CapturedStep>(trained(), bce, *adam_, options);
     result_.step_mode = "graph";
   }
