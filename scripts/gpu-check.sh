@@ -203,9 +203,10 @@ try:
         listed = int(listed.group(1)) if listed else None
         if text is None:
             return None
-        m = re.search(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text)
+        # "100% tests passed out of 48" when none failed, else "..., 2 tests failed out of 145".
+        m = re.search(r"(\d+)% tests passed(?:, (\d+) tests? failed)? out of (\d+)", text)
         total = int(m.group(3)) if m else 0
-        failed = int(m.group(2)) if m else 0
+        failed = int(m.group(2) or 0) if m else 0
         skipped = re.findall(r"^\s*\d+ - (\S+) \(Skipped\)", text, re.M)
         failed_names = []
         if "The following tests FAILED:" in text:

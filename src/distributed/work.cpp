@@ -2,6 +2,7 @@
 #include "loom/distributed/work.h"
 
 #include "loom/distributed/poll.h"
+#include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/shape.h"
 
@@ -102,6 +103,9 @@ bool Work::poll() {
     if (state_ != State::Launched) return false;
     done = done_;
   }
+  // A thread that captures on the device cannot ask about an event (CUDA forbids it): the
+  // collective counts as unfinished until another thread (the watchdog) or a later poll sees it.
+  if (done && cuda::capturing(device_.index)) return false;
   if (done && !done->query()) return false;
   mark_completed();
   return true;

@@ -72,6 +72,26 @@ TEST(NcclOneRank, AGraphThatCapturedACollectiveKeepsItsCommunicatorAlive) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "closing the group waited for its timeout";
 }
 
+TEST(NcclOneRank, ACaptureStartedWhileAnEagerCollectiveRunsCapturesNotThrows) {
+  // DDP's eager warm-up steps leave their bucket all-reduces in flight (nothing waits for them
+  // on the host); the capture that follows starts a collective, and the group's list of works
+  // in flight must not ask the unfinished one's event from inside the capture.
+  LOOM_REQUIRE_CUDA();
+  const dist::GroupPtr g = one_rank_group();
+  Tensor a = uniform({4096, 4096}, -1.0, 1.0, kFloat32).cuda();
+  Tensor b = a;
+  for (int i = 0; i < 20; ++i) b = matmul(a, b) * 1e-3;
+  Tensor t = uniform({1024}, 1.0, 2.0, kFloat32).cuda();
+  dist::WorkPtr eager = g->all_reduce(t);  // behind the products: still in flight
+  cuda::Graph graph(0);
+  graph.capture_begin();
+  EXPECT_NO_THROW(g->all_reduce(t)->wait_stream());
+  graph.capture_end();
+  graph.replay();
+  EXPECT_NO_THROW(eager->wait());
+  cuda::synchronize(0);
+}
+
 TEST(NcclOneRank, NcclCommBlockingIsCalledOut) {
   LOOM_REQUIRE_CUDA();
   ::setenv("NCCL_COMM_BLOCKING", "1", 1);
