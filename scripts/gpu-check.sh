@@ -106,7 +106,11 @@ mg_ctest() {
   # --stop-time: a test still running then is stopped and reported, and ctest still prints its
   # summary. The multigpu tests may use the first 60% of the phase, the gpu tests the rest.
   local multi_stop gpu_stop
-  multi_stop=$(date -d "+$(( MG_LIMIT * 6 / 10 )) seconds" '+%H:%M:%S')
+  # With two GPUs or more the multigpu tests are the point (about 5 minutes of them on 8 GPUs),
+  # and the gpu tests were proven on one GPU already: they get 85% of the phase, else 60%.
+  local share=60
+  [ "$MG_GPUS" -ge 2 ] && share=85
+  multi_stop=$(date -d "+$(( MG_LIMIT * share / 100 )) seconds" '+%H:%M:%S')
   gpu_stop=$(date -d "+$(( MG_LIMIT - 15 )) seconds" '+%H:%M:%S')
   for label in multigpu gpu; do
     ctest --test-dir "$build" -N -L "^$label\$" > "$work/ctest-$label-list.log" 2>&1
@@ -523,9 +527,12 @@ multigpu() {
     built=1
   fi
   if [ "$built" = 1 ]; then
-    phase ctest "${GPU_CHECK_CTEST_S:-200}" 230 30
-    phase bench "${GPU_CHECK_BENCH_S:-150}" 130 40
-    phase scaling "${GPU_CHECK_SCALING_S:-240}" 10 40
+    # Several GPUs: the tests take most of the lease (see mg_ctest), the benches what is left.
+    local ctest_s=200 bench_s=150 scaling_s=240 after_ctest=230
+    [ "$n" -ge 2 ] && { ctest_s=330; bench_s=90; scaling_s=120; after_ctest=150; }
+    phase ctest "${GPU_CHECK_CTEST_S:-$ctest_s}" "$after_ctest" 30
+    phase bench "${GPU_CHECK_BENCH_S:-$bench_s}" 80 40
+    phase scaling "${GPU_CHECK_SCALING_S:-$scaling_s}" 10 40
   else
     for p in ctest bench scaling; do skip "$p" "no build"; done
   fi
