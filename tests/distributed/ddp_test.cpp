@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ddp_cases.h"
+#include "nccl_cases.h"
 
 namespace loom::testing {
 namespace {
@@ -324,6 +325,12 @@ TEST(DdpBatchNorm, Resnet18RanksStayIdenticalAndFollowTheOneRankLoss) {
   // differ by what the data makes them differ, not by a bug (the ranks' identity above is
   // exact). Measured 0.030 on one machine and 0.056 on another (AMD EPYC, 2026-12-01).
   EXPECT_LE(worst, 0.1);
+}
+
+TEST(Ddp, AForwardAfterABackwardThatThrewMidwayAbortsTheGroup) {
+  // The same case as the multigpu test over NCCL (nccl_cases.h), on thread ranks.
+  EXPECT_GT(expect_a_forward_after_a_throw_mid_backward_aborts(2, kCPU), 0)
+      << "the hook ran before any bucket was all-reduced: the case this test is for did not happen";
 }
 
 }  // namespace

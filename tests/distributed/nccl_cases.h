@@ -1,10 +1,14 @@
 // What the NCCL multigpu tests and their worker program (worker/nccl_worker.cpp) share: the skip
 // below N GPUs, the world sizes that fit, and one rank's DDP training over NCCL, eager or
-// captured (train::CapturedStep with its group), reporting what the tests judge. Nothing here
-// asserts: the worker runs it outside GoogleTest and reports by its exit code.
+// captured (train::CapturedStep with its group), reporting what the tests judge: nothing of that
+// asserts (the worker runs it outside GoogleTest and reports by its exit code). Also the F18
+// case, which the CPU tests run over the threads backend too.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ddp_cases.h"
@@ -138,6 +142,55 @@ inline NcclRun train_nccl_rank(dist::ProcessGroup& g, const EquivalenceData& dat
     run.eager_steps = captured->eager_steps();
   }
   return run;
+}
+
+// A rank whose backward throws after some of its buckets went out (a gradient hook throws; the
+// program catches it and goes on, as one that skips a bad step would): its next forward must
+// abort the group, since its collectives no longer pair with the other ranks' (finding F18).
+// Over `world` ranks of spawn on `device` (the threads backend on the CPU, NCCL on GPUs).
+// Returns how many buckets rank 1 had started when its hook threw (> 0 for the case to apply).
+inline int expect_a_forward_after_a_throw_mid_backward_aborts(int world, Device device) {
+  dist::SpawnOptions options;
+  options.group.timeout = std::chrono::seconds(60);
+  const EquivalenceData data = equivalence_data(8 * 3, 72);
+  std::atomic<int> rank1_buckets_before_throw{-1};
+  EXPECT_LOOM_ERROR(
+      dist::spawn(
+          world, device,
+          [&](dist::ProcessGroup& g) {
+            auto model = ddp_model(42);
+            model->to(g.device());
+            dist::DistributedDataParallel ddp(model, g.shared_from_this(), several_buckets());
+            optim::Adam adam(ddp.parameters(), optim::GroupOptions().with_lr(1e-3));
+            const uint64_t first = g.next_sequence_number();
+            if (g.rank() == 1) {
+              // Layer 3 (the second convolution) is reached after the Linear layers' gradients (the
+              // first buckets, 100 bytes and more) have gone out, before the first layer's.
+              model->named_parameters().at("3.weight").register_post_accumulate_hook([&](Tensor&) {
+                rank1_buckets_before_throw = static_cast<int>(g.next_sequence_number() - first);
+                throw Error("a gradient hook of rank 1 throws");
+              });
+            }
+            for (int s = 0; s < 3; ++s) {
+              const Tensor x = rank_rows(data.images, s, 8, g.rank(), world).to(g.device());
+              const Tensor y = rank_rows(data.labels, s, 8, g.rank(), world).to(g.device());
+              adam.zero_grad();
+              Tensor loss = bce_loss()(ddp.forward(x), y);
+              try {
+                loss.backward();
+              } catch (const Error&) {
+                if (g.rank() != 1) throw;
+                continue;  // the next forward must refuse
+              }
+              adam.step();
+              Tensor mean = loss.detach().reshape({1}).contiguous().clone();
+              g.all_reduce(mean, dist::ReduceOp::Avg)->wait();
+            }
+          },
+          options),
+      "rank 1 failed: DistributedDataParallel: rank 1 of 2 (" +
+          std::string(device.is_cuda() ? "nccl" : "threads") + "): the last backward threw after some of its buckets");
+  return rank1_buckets_before_throw.load();
 }
 
 }  // namespace loom::testing

@@ -180,51 +180,9 @@ TEST(NcclFindings, AGraphThatOutlivesItsGroupsHandlesClosesItWithoutTheTimeout) 
 // ones), and every rank must then fail promptly with that message.
 TEST(NcclFindings, AForwardAfterABackwardThatThrewMidwayAbortsTheGroup) {
   LOOM_REQUIRE_GPUS(2);
-  const int world = 2;
-  dist::SpawnOptions options;
-  options.group.timeout = 60s;
-  const EquivalenceData data = equivalence_data(8 * 3, 72);
-  std::atomic<int> rank1_buckets_before_throw{-1};
   const Clock::time_point start = Clock::now();
-  EXPECT_LOOM_ERROR(
-      dist::spawn(
-          world, kCUDA,
-          [&](dist::ProcessGroup& g) {
-            auto model = ddp_model(42);
-            model->to(g.device());
-            dist::DistributedDataParallel ddp(model, g.shared_from_this(), several_buckets());
-            optim::Adam adam(ddp.parameters(), optim::GroupOptions().with_lr(1e-3));
-            const uint64_t first = g.next_sequence_number();
-            if (g.rank() == 1) {
-              // Layer 3 (the second convolution) is reached after the Linear layers' gradients (the
-              // first buckets, 100 bytes and more) have gone out, before the first layer's.
-              model->named_parameters().at("3.weight").register_post_accumulate_hook([&](Tensor&) {
-                rank1_buckets_before_throw = static_cast<int>(g.next_sequence_number() - first);
-                throw Error("a gradient hook of rank 1 throws");
-              });
-            }
-            for (int s = 0; s < 3; ++s) {
-              const Tensor x = rank_rows(data.images, s, 8, g.rank(), world).to(g.device());
-              const Tensor y = rank_rows(data.labels, s, 8, g.rank(), world).to(g.device());
-              adam.zero_grad();
-              Tensor loss = bce_loss()(ddp.forward(x), y);
-              try {
-                loss.backward();
-              } catch (const Error&) {
-                if (g.rank() != 1) throw;
-                continue;  // as a program that skips a bad step would: the next forward must refuse
-              }
-              adam.step();
-              Tensor mean = loss.detach().reshape({1}).contiguous().clone();
-              g.all_reduce(mean, dist::ReduceOp::Avg)->wait();
-            }
-          },
-          options),
-      "rank 1 failed: DistributedDataParallel: rank 1 of 2 (nccl): the last backward threw after "
-      "some of its buckets");
-  EXPECT_GT(rank1_buckets_before_throw.load(), 0)
-      << "the hook ran before any bucket was all-reduced: "
-      << "the case this test is for did not happen";
+  EXPECT_GT(expect_a_forward_after_a_throw_mid_backward_aborts(2, kCUDA), 0)
+      << "the hook ran before any bucket was all-reduced: the case this test is for did not happen";
   EXPECT_LT(seconds_between(start, Clock::now()), 20.0);
 }
 
