@@ -28,32 +28,13 @@
 #include <thread>
 #include <vector>
 
+#include "worker_environment.h"
+
 extern char** environ;
 
 namespace loom::testing {
 
 using Clock = std::chrono::steady_clock;
-
-// A port nothing listens on, below Linux's ephemeral range (as tcp_launch_test.cpp picks one;
-// another start point per process and call, for tests run side by side).
-inline int free_tcp_port() {
-  static int calls = 0;
-  constexpr int kFirst = 20000, kSpan = 12000;
-  const int start = (static_cast<int>(::getpid()) * 7907 + 131 * calls++ + 5000) % kSpan;
-  for (int i = 0; i < kSpan; ++i) {
-    const int port = kFirst + (start + i) % kSpan;
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    if (free) return port;
-  }
-  ADD_FAILURE() << "no free port in [" << kFirst << ", " << kFirst + kSpan << ")";
-  return kFirst;
-}
 
 // A file of key=value lines (what the worker reports), empty when it does not exist (yet).
 inline std::map<std::string, std::string> read_key_values(const std::filesystem::path& path) {
@@ -220,18 +201,6 @@ class NcclJob {
   }
 
  private:
-  static bool is_launcher_variable(const std::string& name) {
-    for (const char* v :
-         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "LOOM_DIST_TIMEOUT_MS", "LOOM_DIST_CHECK", "OMP_NUM_THREADS", "NCCL_COMM_BLOCKING"}) {
-      if (name == v) return true;
-    }
-    for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "SLURM_"}) {
-      if (name.rfind(prefix, 0) == 0) return true;
-    }
-    return false;
-  }
-
   void start(const std::vector<std::string>& args, const std::vector<std::string>& env,
              const std::string& log) {
     std::vector<char*> argv, envp;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "testing.h"
+#include "worker_environment.h"
 
 extern char** environ;
 
@@ -33,48 +34,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using testing::free_tcp_port;
+using testing::is_launcher_variable;
 
 constexpr int kFailedAsExpected = 3, kJoinFailed = 6;  // dist_worker's exit codes
 constexpr int kGroupTimeoutMs = 20000;  // far above what any scenario takes when it works
 // Past this every worker still running is killed and the test fails: above the group timeout,
 // so that a worker which times out reports so itself, and below CTest's 120 s.
 constexpr std::chrono::seconds kHardDeadline(60);
-
-// A port nothing listens on for rank 0 to take. It is below Linux's ephemeral range (32768 up),
-// so no outgoing connection is given it before rank 0 listens, and each process and each call
-// start looking elsewhere, so that tests run side by side by ctest -j do not pick the same one.
-int free_port() {
-  static int calls = 0;
-  constexpr int kFirst = 20000, kSpan = 12000;
-  const int start = (static_cast<int>(::getpid()) * 7919 + 97 * calls++) % kSpan;
-  for (int i = 0; i < kSpan; ++i) {
-    const int port = kFirst + (start + i) % kSpan;
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    if (free) return port;
-  }
-  ADD_FAILURE() << "no free port in [" << kFirst << ", " << kFirst + kSpan << ")";
-  return kFirst;
-}
-
-// A launcher's variables of the environment this test runs in, which must not leak into the
-// workers (the test may itself run under mpirun or srun).
-bool is_launcher_variable(const std::string& name) {
-  for (const char* v :
-       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-        "LOOM_DIST_TIMEOUT_MS", "LOOM_DIST_CHECK", "OMP_NUM_THREADS"}) {
-    if (name == v) return true;
-  }
-  for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "SLURM_"}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
 
 struct Exit {
   int rank = -1;
@@ -220,13 +187,13 @@ std::map<std::string, std::string> on_loopback(int port) {
 class TcpLaunch : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpLaunch, EveryCollectiveIsRightOnEveryRank) {
-  Job job("collectives", GetParam(), all_ranks(GetParam()), on_loopback(free_port()));
+  Job job("collectives", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
 }
 
 TEST_P(TcpLaunch, AKilledRankFailsEveryOtherRank) {
   const auto t0 = Clock::now();
-  Job job("kill-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_port()));
+  Job job("kill-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   const std::vector<Exit> exits = job.wait();
   for (const Exit& e : exits) {
     if (e.rank == 1) {
@@ -241,7 +208,7 @@ TEST_P(TcpLaunch, AKilledRankFailsEveryOtherRank) {
 }
 
 TEST_P(TcpLaunch, AnAbortingRanksReasonReachesEveryRank) {
-  Job job("throw-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_port()));
+  Job job("throw-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
     EXPECT_NE(e.log.find("threw on purpose"), std::string::npos) << e.describe();
@@ -249,7 +216,7 @@ TEST_P(TcpLaunch, AnAbortingRanksReasonReachesEveryRank) {
 }
 
 TEST_P(TcpLaunch, DifferentCollectivesFailOnEveryRank) {
-  Job job("mismatch", GetParam(), all_ranks(GetParam()), on_loopback(free_port()));
+  Job job("mismatch", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
     EXPECT_NE(e.log.find("collectives differ"), std::string::npos) << e.describe();
@@ -259,7 +226,7 @@ TEST_P(TcpLaunch, DifferentCollectivesFailOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Ranks, TcpLaunch, ::testing::Values(2, 4));
 
 TEST(TcpLaunchRendezvous, WithoutRankZeroARankFailsToJoinWithinItsTimeout) {
-  const int port = free_port();
+  const int port = free_tcp_port();
   auto vars = on_loopback(port);
   vars["LOOM_DIST_TIMEOUT_MS"] = "1000";
   Job job("collectives", 2, {1}, vars);  // rank 0, which would listen, never starts
@@ -274,7 +241,7 @@ TEST(TcpLaunchRendezvous, AnUnreachableMasterAddrFailsEveryRankWithinItsTimeout)
   // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): no host answers there.
   Job job("collectives", 2, {0, 1},
           {{"MASTER_ADDR", "192.0.2.1"},
-           {"MASTER_PORT", std::to_string(free_port())},
+           {"MASTER_PORT", std::to_string(free_tcp_port())},
            {"LOOM_DIST_TIMEOUT_MS", "1000"}});
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kJoinFailed) << e.describe();
