@@ -21,6 +21,7 @@
 
 #include "collective_checks.h"
 #include "loom/distributed/launch.h"
+#include "worker_timeout.h"
 
 namespace {
 
@@ -100,20 +101,6 @@ int mismatch(ProcessGroup& group) {
       "collectives differ");
 }
 
-bool timeout_from_environment(std::chrono::milliseconds* timeout) {
-  const char* v = std::getenv("LOOM_DIST_TIMEOUT_MS");
-  if (v == nullptr || *v == '\0') return true;
-  char* end = nullptr;
-  const long long ms = std::strtoll(v, &end, 10);
-  if (*end != '\0' || ms <= 0) {
-    std::fprintf(stderr, "dist_worker: LOOM_DIST_TIMEOUT_MS='%s' is not a positive number of ms\n",
-                 v);
-    return false;
-  }
-  *timeout = std::chrono::milliseconds(ms);
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,7 +116,7 @@ int main(int argc, char** argv) {
   }
   loom::dist::GroupOptions options;
   options.timeout = std::chrono::milliseconds(60000);
-  if (!timeout_from_environment(&options.timeout)) return kUsage;
+  if (!timeout_from_environment("dist_worker", &options.timeout)) return kUsage;
   options.check_collectives = scenario == "mismatch";
 
   loom::dist::GroupPtr group;

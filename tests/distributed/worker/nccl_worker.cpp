@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "nccl_cases.h"
+#include "worker_timeout.h"
 
 int launch_spin_then_fault(CUstream_st* stream, double seconds);  // sticky_fault.cu
 
@@ -420,20 +421,6 @@ int sticky_error(dist::ProcessGroup& g, Report& report) {
   std::_Exit(g.is_aborted() ? kFailedAsExpected : kFailedOtherwise);
 }
 
-bool timeout_from_environment(std::chrono::milliseconds* timeout) {
-  const char* v = std::getenv("LOOM_DIST_TIMEOUT_MS");
-  if (v == nullptr || *v == '\0') return true;
-  char* end = nullptr;
-  const long long ms = std::strtoll(v, &end, 10);
-  if (*end != '\0' || ms <= 0) {
-    std::fprintf(stderr, "nccl_worker: LOOM_DIST_TIMEOUT_MS='%s' is not a positive number of ms\n",
-                 v);
-    return false;
-  }
-  *timeout = std::chrono::milliseconds(ms);
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -450,7 +437,7 @@ int main(int argc, char** argv) {
   }
   dist::GroupOptions options;
   options.timeout = std::chrono::milliseconds(60000);
-  if (!timeout_from_environment(&options.timeout)) return kUsage;
+  if (!timeout_from_environment("nccl_worker", &options.timeout)) return kUsage;
   set_deterministic(true);
   set_conv_allow_tf32(false);
 
