@@ -317,11 +317,13 @@ std::vector<double> DistributedDataParallel::exposed_communication_ms() {
   return reducer_->stall_timer->take_ms();
 }
 
-DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
-    : ddp_(ddp), previous_(ddp.reducer_->sync) {
-  ddp.reducer_->sync = false;
+bool DistributedDataParallel::set_gradient_sync(bool on) {
+  return std::exchange(reducer_->sync, on);
 }
 
-DistributedDataParallel::NoSync::~NoSync() { ddp_.reducer_->sync = previous_; }
+DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
+    : ddp_(ddp), previous_(ddp.set_gradient_sync(false)) {}
+
+DistributedDataParallel::NoSync::~NoSync() { ddp_.set_gradient_sync(previous_); }
 
 }  // namespace loom::dist

@@ -67,6 +67,8 @@ class DistributedDataParallel : public nn::Module {
 
   // The wrapped model (save this one: its parameters are the trained ones on every rank).
   const nn::ModulePtr& module() const { return module_; }
+  nn::Module& unwrapped() override { return *module_; }
+  bool set_gradient_sync(bool on) override;
   ProcessGroup& group() const { return *group_; }
   const std::vector<BucketInfo>& buckets() const;
   DdpStepStats last_step() const;

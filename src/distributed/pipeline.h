@@ -65,7 +65,7 @@ struct PipelineStepResult {
   Tensor outputs;  // the last stage's outputs for the whole batch, on the input's device
 };
 
-class PipelineParallel : public nn::Module {
+class PipelineParallel : public nn::Module, public nn::BatchTrainer {
  public:
   // Moves each stage's layers to its device (in place: `model`'s layers are the stages'
   // layers). Throws loom::Error for an empty model, more stages than layers, bad cut points, a
@@ -87,6 +87,13 @@ class PipelineParallel : public nn::Module {
 
   // The model whose layers the stages hold (save this one).
   const std::shared_ptr<nn::Sequential>& module() const { return model_; }
+  nn::Module& unwrapped() override { return *model_; }
+  // fit trains a pipeline through train_step.
+  nn::BatchTrainer* batch_trainer() override { return this; }
+  Result train_batch(const Tensor& inputs, const Tensor& targets, const Loss& loss) override {
+    PipelineStepResult r = train_step(inputs, targets, loss);
+    return {r.loss, r.outputs};
+  }
   const std::vector<PipelineStage>& stages() const { return stages_; }
   const PipelineOptions& options() const { return options_; }
   const PipelineTiming& last_timing() const { return timing_; }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/nn/batch_trainer.h"
 #include "loom/nn/init.h"
 #include "loom/nn/named_tensors.h"
 #include "loom/tensor/tensor.h"
@@ -79,6 +80,20 @@ class Module {
   Device device() const;
   // set_to_none drops each .grad (the next backward allocates it); otherwise fills with zeros.
   void zero_grad(bool set_to_none = true);
+
+  // --- what a wrapper tells the training loop ------------------------------------------------
+  // A module that trains another across ranks or devices (dist::DistributedDataParallel,
+  // dist::PipelineParallel) says so here, so that train::fit never names its class.
+  // The module whose weights are the trained ones: checkpoints and model files save it, so a
+  // file written by N ranks or N stages is the same kind of file as one rank's.
+  virtual Module& unwrapped() { return *this; }
+  // Gradient accumulation: while off, backward leaves the gradients on this rank
+  // (DistributedDataParallel::no_sync) and the first backward after it is back on syncs all
+  // that was accumulated. Returns the previous setting; a module without ranks has nothing to
+  // sync, ignores it and returns true.
+  virtual bool set_gradient_sync(bool /*on*/) { return true; }
+  // A model that runs a training batch's forward and backward itself returns itself here.
+  virtual BatchTrainer* batch_trainer() { return nullptr; }
 
   // --- initialisation ---------------------------------------------------------------------
   // Re-initialises the learnable layers of this module and every descendant with `scheme`.

@@ -53,14 +53,19 @@ struct TrainContext {
   // write_file writes at once.
   io::BackgroundWriter* writer = nullptr;
 
-  // The model whose weights a checkpoint or model file saves (a DDP's wrapped module).
-  nn::Module& saved_model() const { return unwrapped_model(model); }
+  // The model whose weights a checkpoint or model file saves (a DDP's wrapped module:
+  // nn::Module::unwrapped).
+  nn::Module& saved_model() const { return model.unwrapped(); }
 
   // The state a checkpoint must hold to continue from this point. One rank: syncs nothing.
   // N ranks, mid-epoch: a collective (every rank must call it at the same step) that gathers
   // each rank's running sums: loss_sum and correct_sum become [N] (rank r's at r) and
   // samples_seen the count over all ranks.
   io::TrainingState capture_state() const;
+  // capture_state's inverse, as fit resumes: the counters, the running sums (this rank's own)
+  // and the history from `state`, each rank's generator at its own seed, after checking that
+  // the training loader and the number of ranks are those the checkpoint was taken with.
+  void restore_state(const io::TrainingState& state);
 
   // Writes `file` through `writer` (returning once it is queued; a failed earlier write is
   // thrown here), or at once without one. Files queued so are on disk when fit returns, or

@@ -151,4 +151,9 @@ CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& label
   return {s->loss, s->outputs, true};
 }
 
+TrainStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& labels, TrainContext& /*ctx*/) {
+  Result r = run(inputs, labels);
+  return {r.loss, r.outputs};
+}
+
 }  // namespace loom::train

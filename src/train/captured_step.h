@@ -31,11 +31,11 @@
 #include "loom/distributed/process_group.h"
 #include "loom/nn/module.h"
 #include "loom/optim/optimizer.h"
-#include "loom/train/fit.h"
+#include "loom/train/train_step.h"
 
 namespace loom::train {
 
-class CapturedStep {
+class CapturedStep : public TrainStep {
  public:
   struct Options {
     int warmup_steps = 1;   // eager steps of each shape before it is captured
@@ -69,7 +69,7 @@ class CapturedStep {
   };
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options);
   CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer);
-  ~CapturedStep();
+  ~CapturedStep() override;
   CapturedStep(const CapturedStep&) = delete;
   CapturedStep& operator=(const CapturedStep&) = delete;
 
@@ -82,6 +82,8 @@ class CapturedStep {
   // replay the results (and the parameters' .grad) are the graph's static tensors, which the
   // next replay of the same shape overwrites: copy what must outlive it.
   Result run(const Tensor& inputs, const Tensor& labels);
+  // As fit calls it: run(inputs, labels).
+  TrainStep::Result run(const Tensor& inputs, const Tensor& labels, TrainContext& ctx) override;
 
   int64_t replays() const { return replays_; }
   int64_t eager_steps() const { return eager_steps_; }

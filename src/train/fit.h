@@ -20,11 +20,10 @@
 #include "loom/train/callback.h"
 #include "loom/train/history.h"
 #include "loom/train/metrics.h"
+#include "loom/train/train_step.h"
 
 namespace loom::train {
 
-// outputs of the model and int64 labels [B] of the batch -> a scalar mean loss.
-using LossFn = std::function<Tensor(const Tensor& outputs, const Tensor& labels)>;
 // For a binary head [B, 1] of logits: binary_cross_entropy_with_logits against the 0/1 labels.
 LossFn binary_cross_entropy_loss();
 // For class logits [B, K]: cross_entropy against the class indices.
@@ -93,8 +92,9 @@ struct FitOptions {
   std::function<void(TrainContext&)> after_backward;
 };
 
-// A dist::PipelineParallel model trains through its train_step (its micro-batches, its stages'
-// streams), the optimizer stepping after each; `capture` is refused for it.
+// Each batch takes the step make_train_step chooses once from the model and the options
+// (train_step.h: eager, accumulating, a model's own micro-batches such as dist::PipelineParallel's,
+// or captured), which also refuses the combinations that cannot be.
 // The callbacks' files (TrainContext::write_file: checkpoints, model files, logs) reach the disk
 // on a background thread while training goes on, and all of them are there when fit returns or
 // throws. A write that fails is fit's loom::Error, naming the file; when training itself threw,

@@ -34,4 +34,8 @@ Tensor forward(nn::Module& model, const Tensor& inputs, bool autocast) {
   return outputs.dtype() == kBFloat16 ? outputs.to(kFloat32) : outputs;
 }
 
+Tensor model_input(const Tensor& images, bool channels_last) {
+  return channels_last && images.dim() == 4 ? images.contiguous(MemoryFormat::ChannelsLast) : images;
+}
+
 }  // namespace loom::train

@@ -29,4 +29,8 @@ void use_precision(Precision precision);
 // through the widening as bfloat16).
 Tensor forward(nn::Module& model, const Tensor& inputs, bool autocast);
 
+// The images as fit and evaluate feed them to the model: channels-last
+// (MemoryFormat::ChannelsLast) when `channels_last` and they are 4-D, else as they are.
+Tensor model_input(const Tensor& images, bool channels_last);
+
 }  // namespace loom::train

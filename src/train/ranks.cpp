@@ -1,8 +1,7 @@
-// Host values across ranks, loader shard checks and the DDP unwrap of ranks.h.
+// Host values across ranks, and the loader shard checks of ranks.h.
 #include "loom/train/ranks.h"
 
-#include "loom/distributed/ddp.h"
-#include "loom/distributed/pipeline.h"
+#include <string>
 
 namespace loom::train {
 
@@ -35,12 +34,6 @@ void check_loader_shard(const data::DataLoader& loader, const dist::ProcessGroup
              ", not this rank's ", group.rank(), " of ", group.size(),
              "; shard it (data::", which == std::string("training") ? "train" : "eval",
              "_shard_options)");
-}
-
-nn::Module& unwrapped_model(nn::Module& model) {
-  if (auto* ddp = dynamic_cast<dist::DistributedDataParallel*>(&model)) return *ddp->module();
-  if (auto* pipeline = dynamic_cast<dist::PipelineParallel*>(&model)) return *pipeline->module();
-  return model;
 }
 
 }  // namespace loom::train

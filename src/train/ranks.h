@@ -1,6 +1,6 @@
 // What fit() does across the ranks of a process group: host values reduced or gathered over
-// the ranks (the few numbers of a progress line, an epoch's metrics, a checkpoint), the
-// checks that every rank's loaders hold its own shard, and the model a DDP wrapper trains.
+// the ranks (the few numbers of a progress line, an epoch's metrics, a checkpoint) and the
+// checks that every rank's loaders hold its own shard.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,5 @@ std::vector<double> all_gather_values(dist::ProcessGroup& group, const std::vect
 // data::train_shard_options / eval_shard_options). `which` names the loader in the message.
 void check_loader_shard(const data::DataLoader& loader, const dist::ProcessGroup& group,
                         const char* which);
-
-// The model whose weights are the trained ones: the module a dist::DistributedDataParallel or a
-// dist::PipelineParallel wraps, else `model` itself. Checkpoints and model files save this one,
-// so a file written by N ranks or N stages is the same kind of file as one rank's.
-nn::Module& unwrapped_model(nn::Module& model);
 
 }  // namespace loom::train

@@ -1,0 +1,86 @@
+// evaluate and predict: passes over a loader without gradients, on one rank or summed over N.
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "loom/nn/models/predict.h"
+#include "loom/ops/ops.h"
+#include "loom/tensor/autograd.h"
+#include "loom/train/fit.h"
+#include "loom/train/precision.h"
+#include "loom/train/ranks.h"
+
+namespace loom::train {
+
+namespace {
+// Turns one rank's evaluation sums into the result over all ranks: the counts summed, the
+// confusion matrix too (a rank without samples contributes zeros of the agreed size).
+EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, const Tensor& correct,
+                          const Tensor& confusion, int64_t samples) {
+  const std::vector<double> sums =
+      all_reduce_values(group, {loss_sum.item<double>(), correct.item<double>(), static_cast<double>(samples)});
+  const int64_t k = all_reduce_value(group, confusion.defined() ? confusion.size(0) : 0, dist::ReduceOp::Max);
+  Tensor counts = (confusion.defined() ? confusion.to(kInt64) : zeros({k, k}, TensorOptions(kInt64)))
+                      .to(group.device()).contiguous();
+  group.all_reduce(counts)->wait();
+  EvalResult result;
+  result.samples = static_cast<int64_t>(sums[2]);
+  if (result.samples > 0) {
+    result.loss = sums[0] / sums[2];
+    result.accuracy = sums[1] / sums[2];
+    result.confusion = counts.cpu();
+  }
+  return result;
+}
+}  // namespace
+
+EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
+                    dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics,
+                    const std::function<void(int64_t done, int64_t total)>& progress, bool autocast,
+                    bool channels_last) {
+  nn::EvalModeGuard eval_mode(model);
+  NoGradGuard no_grad;
+  const Device device = model.device();
+  Tensor loss_sum = zeros({}, device), correct = zeros({}, device), confusion;
+  EvalResult result;
+  for (const MetricPtr& m : metrics) m->reset();
+  int64_t batches = 0;
+  loader.start_epoch(0);
+  while (std::optional<data::Batch> batch = loader.next()) {
+    const Tensor outputs = forward(model, model_input(batch->images, channels_last), autocast);
+    const int64_t n = batch->labels.numel();
+    loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
+    correct = correct + count_correct(outputs, batch->labels);
+    // confusion[t, p] += 1 for each sample: one_hot(true)^T [K, n] x one_hot(pred) [n, K].
+    const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
+    const Tensor counts = matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
+    confusion = confusion.defined() ? confusion + counts : counts;
+    for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
+    result.samples += n;
+    if (progress) progress(++batches, loader.num_batches());
+  }
+  std::map<std::string, double> metric_values;
+  for (const MetricPtr& m : metrics) metric_values[m->name()] = m->result(group);
+  if (group != nullptr && group->size() > 1) {
+    EvalResult summed = sum_over_ranks(*group, loss_sum, correct, confusion, result.samples);
+    summed.metrics = std::move(metric_values);
+    return summed;
+  }
+  result.metrics = std::move(metric_values);
+  if (result.samples > 0) {
+    result.loss = loss_sum.item<double>() / result.samples;
+    result.accuracy = correct.item<double>() / result.samples;
+    result.confusion = confusion.cpu().to(kInt64);
+  }
+  return result;
+}
+
+Tensor predict(nn::Module& model, data::DataLoader& loader) {
+  std::vector<Tensor> parts;
+  loader.start_epoch(0);
+  while (std::optional<data::Batch> batch = loader.next()) parts.push_back(nn::predict(model, batch->images).cpu());
+  LOOM_CHECK(!parts.empty(), "predict: the loader delivered no batch");
+  return cat(parts, 0);
+}
+
+}  // namespace loom::train
