@@ -3,17 +3,15 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <loom/loom.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
-
-#include <loom/loom.h>
+#include <string>
 
 namespace loom::testing {
 
@@ -27,7 +25,8 @@ inline constexpr double kGoldenRtol = 1e-10;
 inline const nlohmann::json& pytorch_goldens() {
   static const nlohmann::json goldens = [] {
     const char* source = std::getenv("LOOM_SOURCE_DIR");
-    LOOM_CHECK(source != nullptr, "the PyTorch goldens: LOOM_SOURCE_DIR is not set (run the test through ctest)");
+    LOOM_CHECK(source != nullptr,
+               "the PyTorch goldens: LOOM_SOURCE_DIR is not set (run the test through ctest)");
     const std::string path = std::string(source) + "/tests/golden/pytorch_goldens.json";
     std::ifstream in(path);
     LOOM_CHECK(in.good(), "the PyTorch goldens: cannot open ", path);
@@ -45,7 +44,8 @@ inline Tensor golden_leaf(const nlohmann::json& j) { return golden_tensor(j).req
 
 // Expects `actual` to match PyTorch's `expected` within the golden bounds, and prints the
 // largest difference (the number to look at when PyTorch or loom changes).
-inline void expect_golden(const std::string& what, const Tensor& actual, const nlohmann::json& expected) {
+inline void expect_golden(const std::string& what, const Tensor& actual,
+                          const nlohmann::json& expected) {
   const Tensor e = golden_tensor(expected);
   ASSERT_TRUE(actual.defined()) << what << ": loom computed nothing";
   ASSERT_EQ(actual.shape(), e.shape()) << what;
@@ -62,12 +62,13 @@ inline void expect_golden(const std::string& what, const Tensor& actual, const n
     }
   }
   std::printf("golden %-52s max |loom - torch| = %.3g\n", what.c_str(), worst);
-  EXPECT_LE(worst_excess, 1.0) << what << ": element " << at << " is " << a[at] << ", PyTorch's " << b[at]
-                               << " (max |difference| " << worst << ")";
+  EXPECT_LE(worst_excess, 1.0) << what << ": element " << at << " is " << a[at] << ", PyTorch's "
+                               << b[at] << " (max |difference| " << worst << ")";
 }
 
 inline void expect_golden(const std::string& what, double actual, double expected) {
-  expect_golden(what, from_vector(std::vector<double>{actual}), {{"shape", {1}}, {"data", {expected}}});
+  expect_golden(what, from_vector(std::vector<double>{actual}),
+                {{"shape", {1}}, {"data", {expected}}});
 }
 
 }  // namespace loom::testing

@@ -38,13 +38,15 @@ void check_loss(const char* op, const Loss& f) {
 TEST(PyTorchGoldens, CrossEntropyWithAndWithoutLabelSmoothing) {
   check_loss("cross_entropy", [](const Tensor& logits, const json& c) {
     const Tensor targets = from_vector(c.at("targets").get<std::vector<int64_t>>());
-    return nn::cross_entropy(logits, targets, reduction_of(c), c.at("label_smoothing").get<double>());
+    return nn::cross_entropy(logits, targets, reduction_of(c),
+                             c.at("label_smoothing").get<double>());
   });
 }
 
 TEST(PyTorchGoldens, BinaryCrossEntropyWithLogitsSaturatedAndSoftTargets) {
   check_loss("binary_cross_entropy_with_logits", [](const Tensor& logits, const json& c) {
-    return nn::binary_cross_entropy_with_logits(logits, testing::golden_tensor(c.at("targets")), reduction_of(c));
+    return nn::binary_cross_entropy_with_logits(logits, testing::golden_tensor(c.at("targets")),
+                                                reduction_of(c));
   });
 }
 

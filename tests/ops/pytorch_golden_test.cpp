@@ -23,7 +23,8 @@ void check_case(const json& c, const std::vector<std::string>& leaves,
   const Tensor y = f(in);
   testing::expect_golden(name + " y", y, c.at("y"));
   y.backward(testing::golden_tensor(c.at("grad_output")));
-  for (const std::string& leaf : leaves) testing::expect_golden(name + " grad_" + leaf, in[leaf].grad(), c.at("grad_" + leaf));
+  for (const std::string& leaf : leaves)
+    testing::expect_golden(name + " grad_" + leaf, in[leaf].grad(), c.at("grad_" + leaf));
 }
 
 Size2 pair(const json& j) { return Size2(j.at(0).get<int64_t>(), j.at(1).get<int64_t>()); }
@@ -45,7 +46,8 @@ TEST(PyTorchGoldens, Conv2dWithStrideAndPadding) {
     const Conv2dOptions options = Conv2dOptions()
                                       .stride(s[0].get<int64_t>(), s[1].get<int64_t>())
                                       .padding(p[0].get<int64_t>(), p[1].get<int64_t>());
-    check_case(*c, {"x", "weight", "bias"}, [&](auto& in) { return conv2d(in["x"], in["weight"], in["bias"], options); });
+    check_case(*c, {"x", "weight", "bias"},
+               [&](auto& in) { return conv2d(in["x"], in["weight"], in["bias"], options); });
   }
 }
 
@@ -54,7 +56,8 @@ TEST(PyTorchGoldens, MaxPool2d) {
   ASSERT_EQ(cases.size(), 2u);
   for (const json* c : cases) {
     check_case(*c, {"x"}, [&](auto& in) {
-      return max_pool2d(in["x"], pair(c->at("kernel")), pair(c->at("stride")), pair(c->at("padding")));
+      return max_pool2d(in["x"], pair(c->at("kernel")), pair(c->at("stride")),
+                        pair(c->at("padding")));
     });
   }
 }
@@ -66,8 +69,8 @@ TEST(PyTorchGoldens, BatchNormTrainingAndItsRunningStatistics) {
   const Tensor running_mean = testing::golden_tensor(c.at("running_mean"));
   const Tensor running_var = testing::golden_tensor(c.at("running_var"));
   check_case(c, {"x", "weight", "bias"}, [&](auto& in) {
-    return batch_norm(in["x"], in["weight"], in["bias"], running_mean, running_var, /*training=*/true,
-                      c.at("momentum").get<double>(), c.at("eps").get<double>());
+    return batch_norm(in["x"], in["weight"], in["bias"], running_mean, running_var,
+                      /*training=*/true, c.at("momentum").get<double>(), c.at("eps").get<double>());
   });
   testing::expect_golden("batch_norm running_mean", running_mean, c.at("running_mean_after"));
   testing::expect_golden("batch_norm running_var", running_var, c.at("running_var_after"));
@@ -81,14 +84,16 @@ TEST(PyTorchGoldens, SoftmaxAndLogSoftmaxAlongEitherDim) {
     check_case(*c, {"x"}, [&](auto& in) { return softmax(in["x"], c->at("dim").get<int64_t>()); });
   }
   for (const json* c : log_soft) {
-    check_case(*c, {"x"}, [&](auto& in) { return log_softmax(in["x"], c->at("dim").get<int64_t>()); });
+    check_case(*c, {"x"},
+               [&](auto& in) { return log_softmax(in["x"], c->at("dim").get<int64_t>()); });
   }
 }
 
 TEST(PyTorchGoldens, Linear) {
   const auto cases = cases_of("linear");
   ASSERT_EQ(cases.size(), 1u);
-  check_case(*cases[0], {"x", "weight", "bias"}, [](auto& in) { return linear(in["x"], in["weight"], in["bias"]); });
+  check_case(*cases[0], {"x", "weight", "bias"},
+             [](auto& in) { return linear(in["x"], in["weight"], in["bias"]); });
 }
 
 }  // namespace

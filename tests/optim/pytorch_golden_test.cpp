@@ -26,7 +26,8 @@ optim::GroupOptions options_of(const json& o) {
   return g;
 }
 
-std::unique_ptr<optim::Optimizer> make(const std::string& kind, Tensor p, const optim::GroupOptions& o) {
+std::unique_ptr<optim::Optimizer> make(const std::string& kind, Tensor p,
+                                       const optim::GroupOptions& o) {
   if (kind == "SGD") return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, o);
   if (kind == "Adam") return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, o);
   if (kind == "AdamW") return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, o);
