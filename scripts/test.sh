@@ -16,6 +16,16 @@ esac
 
 scripts/install-deps.sh
 
+# Runs one phase (configure, build, ctest) and prints its time, a failed one's too; returns its
+# status, so that set -e still ends the script there.
+timed() {
+  local phase=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "test.sh ($mode): $phase took $((SECONDS - start)) s"
+  return "$rc"
+}
+
 jobs=$(nproc)
 # The sanitizer builds compile at -O1 with line tables only (-g1): reports still name file and
 # line, and the compile is ~2.5x faster than RelWithDebInfo's -O2 -g (48 s against 19 s for one
@@ -23,18 +33,18 @@ jobs=$(nproc)
 sanitizer_flags="-O1 -g1 -DNDEBUG"
 if [ "$mode" = sanitize ]; then
   build=build-asan
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
-        -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_GPU_TESTS=OFF
+  timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
+                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
+                        -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_GPU_TESTS=OFF
   # The four longest CPU trainings (about 340 s of 2-core CI time under ASan) run in the plain
   # build only: the fit, checkpoint and data-loader code they go through is what the rest of
   # the cpu suite exercises here in seconds.
   label=(-L cpu -E '^(FashionFallback\.Trains|Zoo\.ClassicCnnMemorises|ScalingTimeToAccuracy\.)')
 elif [ "$mode" = tsan ]; then
   build=build-tsan
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
-        -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF -DLOOM_GPU_TESTS=OFF
+  timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
+                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
+                        -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF -DLOOM_GPU_TESTS=OFF
   label=(-L distributed)
   targets=(--target distributed_suite)
   # libgomp is not instrumented, so TSan cannot see OpenMP's own synchronisation and would
@@ -44,11 +54,11 @@ elif [ "$mode" = tsan ]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 else
   build=build
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
   label=()
 fi
 [ -v targets ] || targets=()
-cmake --build "$build" -j "$jobs" "${targets[@]}"
+timed build cmake --build "$build" -j "$jobs" "${targets[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "${label[@]}" "$@"
+timed ctest ctest --test-dir "$build" --output-on-failure -j "$jobs" "${label[@]}" "$@"

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,6 +21,21 @@ inline constexpr double kSlowdown = 50;
 #else
 inline constexpr double kSlowdown = 1;
 #endif
+
+// A wall-clock bound of the plain build (a deadline, a timeout that must not fire, a limit on
+// an elapsed time) stretched by kSlowdown. Not for timeouts a test makes fire on purpose.
+template <typename Rep, typename Period>
+constexpr std::chrono::milliseconds scaled(std::chrono::duration<Rep, Period> bound) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(bound * kSlowdown);
+}
+
+// scaled(bound), never past `ceiling`: a bound that must stay below another fixed one (CTest's
+// timeout of the test, a sleep the test tells apart from a prompt end) to mean anything.
+template <typename Rep, typename Period, typename Rep2, typename Period2>
+constexpr std::chrono::milliseconds scaled(std::chrono::duration<Rep, Period> bound,
+                                           std::chrono::duration<Rep2, Period2> ceiling) {
+  return std::min(scaled(bound), std::chrono::duration_cast<std::chrono::milliseconds>(ceiling));
+}
 
 // Skips the current test, saying why, unless a CUDA device is usable.
 #define LOOM_REQUIRE_CUDA()                                                              \

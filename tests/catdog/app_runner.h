@@ -22,6 +22,7 @@
 #include <loom/loom.h>
 
 #include "photo_folder.h"
+#include "testing.h"
 
 namespace loom::testing {
 
@@ -73,9 +74,11 @@ class Child {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   // Waits until `file` (stdout or stderr) holds `needle` at least `count` times; false when the
-  // child ended first or `timeout_s` passed.
+  // child ended first or `timeout_s` (scaled for a sanitizer build, below the room's 180 s CTest
+  // timeout) passed.
   bool wait_for(bool on_stderr, const std::string& needle, int count = 1, double timeout_s = 60) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto end = std::chrono::steady_clock::now() +
+                     scaled(std::chrono::duration<double>(timeout_s), std::chrono::seconds(150));
     while (std::chrono::steady_clock::now() < end) {
       const std::string text = read_text(on_stderr ? err_ : out_);
       int found = 0;
@@ -130,7 +133,7 @@ inline std::string expect_prompt_error(const std::vector<std::string>& args, con
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(status, 0) << text;
   EXPECT_LT(status, 128) << "crashed: " << text;
-  EXPECT_LT(seconds, max_seconds) << text;
+  EXPECT_LT(seconds, max_seconds * kSlowdown) << text;
   for (const std::string& f : fragments) EXPECT_NE(text.find(f), std::string::npos) << "no \"" << f << "\" in: " << text;
   return text;
 }

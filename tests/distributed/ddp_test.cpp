@@ -154,6 +154,8 @@ TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
 TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
   const EquivalenceData data = equivalence_data(8, 10);
   std::vector<std::vector<double>> stalls(2);
+  const std::chrono::milliseconds late = scaled(std::chrono::milliseconds(80));
+  std::atomic<size_t> rank0_gradients{0};
   dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
     dist::DistributedDataParallel ddp(ddp_model(3), g.shared_from_this());
     EXPECT_LOOM_ERROR(ddp.exposed_communication_ms(), "call time_exposed_communication(true)");
@@ -167,16 +169,30 @@ TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
       auto guard = ddp.no_sync();  // no all-reduce, nothing to time
       step(1);
     }
-    // Rank 1 comes 80 ms late to the second all-reduce: rank 0's backward ends and then waits.
-    if (g.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    // Rank 1 comes `late` to the second all-reduce: it starts its step only once every gradient
+    // of rank 0 has accumulated (rank 0's backward has ended and waits), and then `late` after,
+    // so rank 0 stalls at least that long however slowly either rank computes.
+    const std::vector<Tensor> params = ddp.module()->parameters();
+    if (g.rank() == 0) {
+      for (Tensor p : params) p.register_post_accumulate_hook([&](Tensor&) { ++rank0_gradients; });
+    } else {
+      const auto give_up =
+          std::chrono::steady_clock::now() + scaled(std::chrono::seconds(10), std::chrono::seconds(60));
+      while (rank0_gradients.load() < params.size() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(rank0_gradients.load(), params.size()) << "rank 0's backward never ended";
+      std::this_thread::sleep_for(late);
+    }
     step(0);
     stalls[static_cast<size_t>(g.rank())] = ddp.exposed_communication_ms();
     EXPECT_TRUE(ddp.exposed_communication_ms().empty()) << "taken once";
   });
   ASSERT_EQ(stalls[0].size(), 2u);
   ASSERT_EQ(stalls[1].size(), 2u);
-  EXPECT_GE(stalls[0][1], 60.0);
-  EXPECT_LT(stalls[1][1], stalls[0][1] - 40.0) << "the late rank finds its all-reduce done or nearly";
+  const double late_ms = static_cast<double>(late.count());
+  EXPECT_GE(stalls[0][1], 0.75 * late_ms);
+  EXPECT_LT(stalls[1][1], stalls[0][1] - 0.5 * late_ms) << "the late rank finds its all-reduce done or nearly";
 }
 
 // A model whose second branch is used only when asked.

@@ -21,9 +21,11 @@ using namespace std::chrono_literals;
 struct Job {
   std::vector<std::shared_ptr<TcpStore>> ranks;
   explicit Job(int world_size) {
-    ranks.push_back(std::make_shared<TcpStore>("127.0.0.1", 0, 0, world_size, 30s));
+    const std::chrono::milliseconds timeout = testing::scaled(30s, 100s);
+    ranks.push_back(std::make_shared<TcpStore>("127.0.0.1", 0, 0, world_size, timeout));
     for (int r = 1; r < world_size; ++r) {
-      ranks.push_back(std::make_shared<TcpStore>("127.0.0.1", ranks[0]->port(), r, world_size, 30s));
+      ranks.push_back(
+          std::make_shared<TcpStore>("127.0.0.1", ranks[0]->port(), r, world_size, timeout));
     }
   }
   ~Job() {
@@ -57,7 +59,7 @@ TEST(StoreAbortSignal, ASignalRaisedOnOneThreadIsSeenByAPollerOnAnother) {
   StoreAbortSignal watcher(job.ranks[0]), failing(job.ranks[1]);
   std::optional<std::string> seen;
   std::thread poller([&] {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    const auto deadline = std::chrono::steady_clock::now() + testing::scaled(20s, 100s);
     while (!seen && std::chrono::steady_clock::now() < deadline) {
       seen = watcher.poll();
       std::this_thread::sleep_for(1ms);

@@ -38,10 +38,14 @@ using testing::free_tcp_port;
 using testing::is_launcher_variable;
 
 constexpr int kFailedAsExpected = 3, kJoinFailed = 6;  // dist_worker's exit codes
-constexpr int kGroupTimeoutMs = 20000;  // far above what any scenario takes when it works
+// Far above what any scenario takes when it works (scaled for a sanitizer build, as the workers
+// are built with it too).
+constexpr int kGroupTimeoutMs =
+    static_cast<int>(testing::scaled(std::chrono::seconds(20), std::chrono::seconds(50)).count());
 // Past this every worker still running is killed and the test fails: above the group timeout,
 // so that a worker which times out reports so itself, and below CTest's 120 s.
-constexpr std::chrono::seconds kHardDeadline(60);
+constexpr std::chrono::milliseconds kHardDeadline =
+    testing::scaled(std::chrono::seconds(60), std::chrono::seconds(100));
 
 struct Exit {
   int rank = -1;

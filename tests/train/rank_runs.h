@@ -142,8 +142,8 @@ inline RankResult train_rank(const RankRecipe& r, const dist::GroupPtr& group) {
 }
 
 // The run on `world` thread ranks (1: alone, no group), every rank's result. A crash ends in
-// the loom::Error of dist::spawn. A rank left waiting fails after a minute, with an error
-// naming the collective, well inside CTest's timeout.
+// the loom::Error of dist::spawn. A rank left waiting fails after a minute (more under a
+// sanitizer), with an error naming the collective, inside CTest's 180 s.
 inline std::vector<RankResult> train_ranks(const RankRecipe& r, int world) {
   std::vector<RankResult> results(static_cast<size_t>(world));
   if (world == 1) {
@@ -151,7 +151,7 @@ inline std::vector<RankResult> train_ranks(const RankRecipe& r, int world) {
     return results;
   }
   dist::SpawnOptions options;
-  options.group.timeout = std::chrono::seconds(60);
+  options.group.timeout = scaled(std::chrono::seconds(60), std::chrono::seconds(150));
   dist::spawn(
       world, kCPU,
       [&](dist::ProcessGroup& g) {

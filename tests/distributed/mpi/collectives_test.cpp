@@ -111,7 +111,8 @@ TEST(MpiGroup, BarrierWaitsForEveryRank) {
 }
 
 TEST(MpiGroup, CheckedCollectivesPassWhenRanksAgree) {
-  GroupPtr group = fresh_group(std::chrono::seconds(30), /*check_collectives=*/true);
+  GroupPtr group =
+      fresh_group(scaled(std::chrono::seconds(30), kMpiCeiling), /*check_collectives=*/true);
   check_all_collectives(*group, kFloat32, 5);
   check_all_collectives(*group, kInt64, 0);
   EXPECT_FALSE(group->is_aborted());
