@@ -7,6 +7,7 @@
 #     and libraries, cuDNN, NCCL, MPI, Eigen, nlohmann/json: LOOM_PRIVATE_INCLUDE_REGEX);
 #  4. every loom/... (or quoted) include of an installed header is itself installed.
 # Arguments: LOOM_SOURCE_DIR, LOOM_BUILD_DIR, WORK_DIR.
+cmake_minimum_required(VERSION 3.24)
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${LOOM_BUILD_DIR} --prefix ${WORK_DIR}
                 RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
