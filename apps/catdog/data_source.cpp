@@ -8,18 +8,6 @@ namespace loom::catdog {
 
 namespace fs = std::filesystem;
 
-std::optional<DataSplit> split_of(const std::string& root) {
-  static const char* const kLayouts[][2] = {{"train", "val"}, {"training_set", "test_set"}};
-  std::error_code ec;
-  for (const auto& layout : kLayouts) {
-    const fs::path train = fs::path(root) / layout[0], val = fs::path(root) / layout[1];
-    if (fs::is_directory(train, ec) && fs::is_directory(val, ec)) {
-      return DataSplit{root, train.string(), val.string()};
-    }
-  }
-  return std::nullopt;
-}
-
 std::vector<std::string> default_data_roots() {
   std::vector<std::string> roots;
   if (const char* env = std::getenv("LOOM_DATA_DIR"); env != nullptr && *env) roots.push_back(env);
@@ -34,9 +22,9 @@ std::vector<std::string> default_data_roots() {
   return roots;
 }
 
-std::optional<DataSplit> find_default_data() {
+std::optional<vision::DataSplit> find_default_data() {
   for (const std::string& root : default_data_roots()) {
-    if (auto split = split_of(root)) return split;
+    if (auto split = vision::split_of(root)) return split;
   }
   return std::nullopt;
 }

@@ -8,20 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "vision/data_split.h"
+
 namespace loom::catdog {
 
-struct DataSplit {
-  std::string root;
-  std::string train_dir;
-  std::string val_dir;
-};
-
-// The split under `root`, or nothing when it has neither layout.
-std::optional<DataSplit> split_of(const std::string& root);
 // The folders searched when --data is not given, in order.
 std::vector<std::string> default_data_roots();
 // The first default root with a usable layout.
-std::optional<DataSplit> find_default_data();
+std::optional<vision::DataSplit> find_default_data();
 // The message that explains the expected layout (for errors and the fallback notice).
 std::string layout_help();
 

@@ -21,7 +21,8 @@ namespace {
 // delivers `set` in order, so the rows seen so far locate the image.
 class FiniteOutputs : public nn::Module {
  public:
-  FiniteOutputs(const nn::ModulePtr& model, const ImageSet& set, const std::string& model_path, int64_t outputs)
+  FiniteOutputs(const nn::ModulePtr& model, const vision::ImageSet& set, const std::string& model_path,
+                int64_t outputs)
       : model_(register_module("model", model)), set_(set), model_path_(model_path), outputs_(outputs) {}
   Tensor forward(const Tensor& input) override {
     Tensor outputs = model_->forward(input);
@@ -36,7 +37,7 @@ class FiniteOutputs : public nn::Module {
 
  private:
   nn::ModulePtr model_;
-  const ImageSet& set_;
+  const vision::ImageSet& set_;
   std::string model_path_;
   int64_t outputs_;
   int64_t seen_ = 0;
@@ -50,9 +51,10 @@ int run_evaluate(const EvaluateArgs& args) {
   const io::Preprocessing& prep = loaded.preprocessing;
   check_model_classes(prep, args.model);
   check_input_size(loaded.model->spec_json(), prep, args.model);
-  const std::optional<DataSplit> split = split_of(args.data);
+  const std::optional<vision::DataSplit> split = vision::split_of(args.data);
   const std::string dir = split ? split->val_dir : args.data;
-  ImageSet set = load_image_set(dir, prep, args.workers, on_bad_input(args.strict), &std::cout);
+  vision::ImageSet set =
+      vision::load_image_set(dir, prep, args.workers, on_bad_input(args.strict), &std::cout);
   LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders ", class_list(set.classes()),
              " do not match the classes the model ", args.model, " was trained on ", class_list(prep.class_names));
   data::DataLoader loader(*set.images,

@@ -1,5 +1,6 @@
-// The pieces the subcommands share: the device flag, photographs decoded once into memory, the
-// evaluation loader, a subset for quick runs, and the loss that fits a model's head.
+// The pieces the subcommands share: the device flag, the input-size checks, the evaluation
+// loader, a subset for quick runs, and the loss that fits a model's head (the photographs decoded
+// once into memory are vision/image_set.h's, shared with loom-scaling).
 #pragma once
 
 #include <functional>
@@ -9,6 +10,8 @@
 
 #include <loom/loom.h>
 
+#include "vision/image_set.h"
+
 namespace loom::catdog {
 
 
@@ -16,35 +19,19 @@ namespace loom::catdog {
 // with a warning naming it (Skip).
 data::OnBadInput on_bad_input(bool strict);
 
-// Limits that keep a model file's input size (its preprocessing) from costing unbounded memory:
-// every image of a folder decoded (uint8), and one evaluation batch (float32, the batch shrinks).
-// They are the last line: check_input_size comes first.
-inline constexpr double kMaxDecodedSetBytes = 16.0 * (1 << 30);
+// A limit that keeps a model file's input size (its preprocessing) from costing unbounded memory
+// in one evaluation batch (float32, the batch shrinks); vision::kMaxDecodedSetBytes bounds the
+// decoded images. They are the last line: check_input_size comes first.
 inline constexpr int64_t kMaxEvalBatchBytes = int64_t{256} << 20;
 
 // Refuses, before any image is decoded, a model file or checkpoint (`source`) whose
 // preprocessing asks for images its own spec does not take (nn::SpecShapes): a crafted file
 // asking for 4096x4096 images of a 64x64 model would otherwise have a whole folder decoded at
 // that size. The message names both sizes. Where the spec cannot pin the size (a fully
-// convolutional model like resnet18, a layer type without a shape rule) the limits above are
-// what bound the memory.
+// convolutional model like resnet18, a layer type without a shape rule) kMaxEvalBatchBytes and
+// vision::kMaxDecodedSetBytes are what bound the memory.
 void check_input_size(const std::string& spec_json, const io::Preprocessing& p,
                       const std::string& source);
-
-// A folder of class folders decoded once with p.decode_options() (later epochs decode nothing).
-// An empty class folder, or a class none of whose images decodes, is an error naming it; any
-// other image that does not decode is left out with a warning (Skip) or is an error (Throw).
-struct ImageSet {
-  std::unique_ptr<data::ImageFolder> folder;
-  std::unique_ptr<data::InMemoryDataset> images;
-  std::vector<int64_t> files;  // images' index i is the folder's file files[i]
-  const std::vector<std::string>& classes() const { return folder->classes(); }
-  const std::string& path(int64_t i) const { return folder->path(files.at(static_cast<size_t>(i))); }
-};
-// Over kMaxDecodedSetBytes of decoded images is an error before any is decoded. When `progress`
-// is a terminal, a line there counts the images decoded (and is erased at the end).
-ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
-                        data::OnBadInput on_bad_input = data::OnBadInput::Skip, std::ostream* progress = nullptr);
 
 // `count` samples of `source` chosen by a seeded permutation (not stratified: a small count may
 // leave a class out).

@@ -333,9 +333,9 @@ int run_train(const TrainArgs& args) {
   const LaunchPlan plan = plan_launch(args);
   // Where the files are written (rank 0), before any data is looked for or read.
   if (plan.prints()) check_train_outputs(args);
-  std::optional<DataSplit> split;
+  std::optional<vision::DataSplit> split;
   if (!args.data.empty()) {
-    split = split_of(args.data);
+    split = vision::split_of(args.data);
     LOOM_CHECK(split.has_value(), "--data ", args.data, ": not a usable data folder; ", layout_help());
   } else {
     split = find_default_data();
@@ -376,9 +376,10 @@ int run_train(const TrainArgs& args) {
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
   const auto decode_start = std::chrono::steady_clock::now();
   std::ostream* progress = plan.prints() ? &std::cout : nullptr;
-  ImageSet train_set =
-      load_image_set(split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
-  ImageSet val_set = load_image_set(split->val_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
+  vision::ImageSet train_set = vision::load_image_set(split->train_dir, data.prep, decode_threads(args),
+                                                      on_bad_input(args.strict), progress);
+  vision::ImageSet val_set = vision::load_image_set(split->val_dir, data.prep, decode_threads(args),
+                                                    on_bad_input(args.strict), progress);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders: ", class_list(train_set.classes()), " and ",
              class_list(val_set.classes()), "; each class needs a folder in both");

@@ -7,8 +7,9 @@
 #include <fstream>
 #include <thread>
 
+#include <loom/ops/dispatch.h>
+
 #include "cuda/launchers.h"
-#include "loom/ops/dispatch.h"
 
 namespace loom::gpu_basics {
 namespace {

@@ -1,10 +1,11 @@
 // Mandelbrot images: the spec checks, the CPU loop over pixels and the CUDA dispatch.
 #include "mandelbrot.h"
 
+#include <loom/ops/dispatch.h>
+#include <loom/tensor/parallel.h>
+
 #include "cuda/launchers.h"
 #include "device_info.h"
-#include "loom/ops/dispatch.h"
-#include "loom/tensor/parallel.h"
 
 namespace loom::gpu_basics {
 

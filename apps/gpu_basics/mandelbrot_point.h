@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "loom/tensor/strided_index.h"  // LOOM_HOST_DEVICE
+#include <loom/tensor/host_device.h>
 
 namespace loom::gpu_basics {
 

@@ -5,9 +5,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 
+#include <loom/ops/dispatch.h>
+#include <loom/tensor/parallel.h>
+
 #include "cuda/launchers.h"
-#include "loom/ops/dispatch.h"
-#include "loom/tensor/parallel.h"
 
 namespace loom::gpu_basics {
 namespace {

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include <loom/ops/dispatch.h>
+
 #include "cuda/launchers.h"
-#include "loom/ops/dispatch.h"
 
 namespace loom::gpu_basics {
 

@@ -3,9 +3,10 @@
 
 #include <cstring>
 
+#include <loom/ops/dispatch.h>
+#include <loom/tensor/parallel.h>
+
 #include "cuda/launchers.h"
-#include "loom/ops/dispatch.h"
-#include "loom/tensor/parallel.h"
 
 namespace loom::gpu_basics {
 namespace {

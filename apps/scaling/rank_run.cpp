@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data_source.h"
 #include "scaling.h"
 #include "trainee.h"
+#include "vision/data_split.h"
 
 namespace loom::scaling {
 
@@ -71,12 +71,12 @@ int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model) {
 ImageSource load_images(const std::string& data, int threads) {
   ImageSource source;
   if (data == "synthetic") return source;
-  const std::optional<catdog::DataSplit> split = catdog::split_of(data);
+  const std::optional<vision::DataSplit> split = vision::split_of(data);
   source.train_dir = split ? split->train_dir : data;  // a train/val root, or class folders
   io::Preprocessing p;
   p.height = p.width = 64;
   p.interpolation = *io::interpolation_from_name("bilinear");  // as loom-catdog and torchvision
-  source.set = catdog::load_image_set(source.train_dir, p, threads);
+  source.set = vision::load_image_set(source.train_dir, p, threads);
   return source;
 }
 

@@ -13,7 +13,7 @@
 #include <loom/loom.h>
 #include <nlohmann/json.hpp>
 
-#include "pipeline.h"
+#include "vision/image_set.h"
 
 namespace loom::scaling {
 
@@ -23,7 +23,7 @@ struct Config;
 // rank's loader (a const dataset is safe to share between threads).
 struct ImageSource {
   std::string train_dir;               // empty: synthetic images
-  std::optional<catdog::ImageSet> set;  // decoded once, 64x64
+  std::optional<vision::ImageSet> set;  // decoded once, 64x64
 };
 // Reads `data` ("synthetic" or a folder with train/ and val/, or class folders); throws naming
 // the folder when it holds no usable images.

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "commands.h"
+#include "catdog/commands.h"
 
 namespace loom::scaling {
 

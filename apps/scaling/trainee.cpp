@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "data_source.h"
-#include "pipeline.h"
 #include "scaling.h"
 
 namespace loom::scaling {

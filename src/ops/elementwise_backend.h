@@ -1,8 +1,8 @@
-// The elementwise family's backend: the op enum (one entry per functor of elementwise_math.h),
-// run_elementwise (defined in elementwise.cpp, the one place an elementwise op checks devices
-// and shapes, allocates and picks a device), the two backends' entry points
-// (cpu/elementwise.cpp, cuda/elementwise.cu) and what they share: picking the functor for an op
-// and dtype (visit_elementwise) and binding tensors to operands, dense or broadcast/strided
+// Internal: the elementwise family's backend: the op enum (one entry per functor of
+// elementwise_math.h), run_elementwise (defined in elementwise.cpp, the one place an elementwise op
+// checks devices and shapes, allocates and picks a device), the two backends' entry points
+// (cpu/elementwise.cpp, cuda/elementwise.cu) and what they share: picking the functor for an op and
+// dtype (visit_elementwise) and binding tensors to operands, dense or broadcast/strided
 // (bind_operands). A backend supplies only its loop: run(f, out, n, operands...) must compute
 // out[i] = f(operands[i]...) for i in [0, n).
 #pragma once

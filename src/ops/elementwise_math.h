@@ -1,8 +1,8 @@
-// The per-element maths of every elementwise op, and of the backward helpers that need a kernel
-// of their own: one functor each, compiled into both the CPU loops and the CUDA kernels, and
-// the list of them (LOOM_ELEMENTWISE_OPS, at the end) from which the backends' op enum and
-// dispatch are generated. Each functor states its types as `signature` = Sig<Out, In...> so the
-// loop drivers can bind the operands without knowing the op.
+// Internal: the per-element maths of every elementwise op, and of the backward helpers that need a
+// kernel of their own: one functor each, compiled into both the CPU loops and the CUDA kernels, and
+// the list of them (LOOM_ELEMENTWISE_OPS, at the end) from which the backends' op enum and dispatch
+// are generated. Each functor states its types as `signature` = Sig<Out, In...> so the loop drivers
+// can bind the operands without knowing the op.
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// The combine rules of the row reductions, shared by the CPU loops and the CUDA kernels so both
-// devices agree on accumulator types, NaN handling and which index wins a tie.
+// Internal: the combine rules of the row reductions, shared by the CPU loops and the CUDA kernels
+// so both devices agree on accumulator types, NaN handling and which index wins a tie.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // The CUDA entry points of a CPU-only build: no devices, and a clear error wherever a CUDA
 // tensor or stream is asked for (never a silent fallback to the CPU).
+#include "loom/tensor/build_info.h"
 #include "loom/tensor/cuda/caching_allocator.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
@@ -9,6 +10,7 @@
 namespace loom {
 
 bool built_with_cuda() { return false; }
+std::string cuda_libraries_built_with() { return ""; }
 int cuda_device_count() { return 0; }
 
 namespace detail {

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include "commands.h"
-#include "device_info.h"
-#include "mandelbrot.h"
-#include "matmul.h"
+#include "gpu_basics/commands.h"
+#include "gpu_basics/device_info.h"
+#include "gpu_basics/mandelbrot.h"
+#include "gpu_basics/matmul.h"
 #include "testing.h"
-#include "timing.h"
-#include "vector_ops.h"
+#include "gpu_basics/timing.h"
+#include "gpu_basics/vector_ops.h"
 
 namespace loom::gpu_basics {
 namespace {

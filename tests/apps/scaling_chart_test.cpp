@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "chart.h"
+#include "scaling/chart.h"
 #include "testing.h"
 
 namespace loom::testing {

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "process_launch.h"
+#include "scaling/process_launch.h"
 #include "testing.h"
-#include "time_to_accuracy.h"
+#include "scaling/time_to_accuracy.h"
 
 namespace loom::testing {
 namespace {

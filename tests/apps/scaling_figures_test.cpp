@@ -4,10 +4,10 @@
 // errors that name a bad value.
 #include <gtest/gtest.h>
 
-#include "row_figures.h"
+#include "scaling/row_figures.h"
 #include "scaling_small_run.h"
 #include "testing.h"
-#include "trainee.h"
+#include "scaling/trainee.h"
 
 namespace loom::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "scaling.h"
+#include "scaling/scaling.h"
 #include "testing.h"
 
 namespace loom::testing {

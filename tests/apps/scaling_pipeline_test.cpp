@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "outputs.h"
-#include "scaling.h"
+#include "scaling/outputs.h"
+#include "scaling/scaling.h"
 #include "scaling_small_run.h"
 #include "testing.h"
 

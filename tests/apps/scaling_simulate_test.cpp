@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "simulate.h"
+#include "scaling/simulate.h"
 #include "testing.h"
 
 namespace loom::testing {

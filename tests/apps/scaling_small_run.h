@@ -2,7 +2,7 @@
 // worlds of 1 and 2, batch 4 per rank, one warm-up step and three timed ones.
 #pragma once
 
-#include "scaling.h"
+#include "scaling/scaling.h"
 
 namespace loom::testing {
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rank_run.h"
-#include "scaling.h"
+#include "scaling/rank_run.h"
+#include "scaling/scaling.h"
 #include "scaling_small_run.h"
 #include "testing.h"
 

@@ -3,8 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app_runner.h"
-#include "data_source.h"
+#include "catdog/data_source.h"
 #include "testing.h"
+#include "vision/data_split.h"
 
 namespace loom {
 namespace {
@@ -196,9 +197,9 @@ TEST(CatdogData, FindsBothLayoutsAndExplainsTheLayout) {
   fs::create_directories(root / "a" / "val");
   fs::create_directories(root / "b" / "training_set");
   fs::create_directories(root / "b" / "test_set");
-  EXPECT_EQ(catdog::split_of((root / "a").string())->val_dir, (root / "a" / "val").string());
-  EXPECT_EQ(catdog::split_of((root / "b").string())->train_dir, (root / "b" / "training_set").string());
-  EXPECT_FALSE(catdog::split_of(root.string()).has_value());
+  EXPECT_EQ(vision::split_of((root / "a").string())->val_dir, (root / "a" / "val").string());
+  EXPECT_EQ(vision::split_of((root / "b").string())->train_dir, (root / "b" / "training_set").string());
+  EXPECT_FALSE(vision::split_of(root.string()).has_value());
   EXPECT_NE(catdog::layout_help().find("DIR/train/<class>"), std::string::npos);
   fs::remove_all(root);
 }

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "fashion_fallback.h"
+#include "catdog/fashion_fallback.h"
 #include "testing.h"
 
 namespace loom {

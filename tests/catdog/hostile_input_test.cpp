@@ -10,9 +10,10 @@
 #include <set>
 
 #include "app_runner.h"
-#include "commands.h"
-#include "pipeline.h"
+#include "catdog/commands.h"
+#include "catdog/pipeline.h"
 #include "testing.h"
+#include "vision/image_set.h"
 
 namespace loom {
 namespace {
@@ -287,11 +288,11 @@ TEST(HostileInputSize, AFolderTooLargeAtTheModelsInputSizeIsRefusedBeforeDecodin
   io::Preprocessing huge;
   huge.height = huge.width = 4096;  // 360 images x 48 MiB: 17 GiB decoded
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_LOOM_ERROR(catdog::load_image_set(dir.string(), huge, 1), "over the limit of 16384 MiB");
+  EXPECT_LOOM_ERROR(vision::load_image_set(dir.string(), huge, 1), "over the limit of 16384 MiB");
   EXPECT_LT(std::chrono::steady_clock::now() - start, testing::scaled(std::chrono::seconds(2)));
   io::Preprocessing normal;
   normal.height = normal.width = 64;
-  EXPECT_EQ(catdog::load_image_set(dir.string(), normal, 1).images->size(), 360);
+  EXPECT_EQ(vision::load_image_set(dir.string(), normal, 1).images->size(), 360);
   EXPECT_EQ(catdog::eval_loader_options(normal, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 64);
   EXPECT_EQ(catdog::eval_loader_options(huge, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 1)
       << "a batch of 4096x4096 images is 192 MiB each";

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app_runner.h"
-#include "commands.h"
+#include "catdog/commands.h"
 #include "testing.h"
 
 namespace loom {

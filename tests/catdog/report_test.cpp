@@ -7,7 +7,7 @@
 #include <map>
 
 #include "app_runner.h"
-#include "class_metrics.h"
+#include "catdog/class_metrics.h"
 #include "testing.h"
 
 namespace loom {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "app_runner.h"
-#include "commands.h"
+#include "catdog/commands.h"
 #include "testing.h"
 
 namespace loom {

@@ -3,8 +3,8 @@
 #     loom-catdog --help with an empty environment (RUNPATH $ORIGIN/../lib finds libloom);
 #  2. builds and runs the consumer project against that prefix;
 #  3. configures and builds loom again as a static library, with the tested build's options and
-#     include folder (LOOM_BUILD_INCLUDE_DIR) so that ccache serves its objects, installs it, and
-#     builds and runs the consumer against the static package.
+#     folder of the generated loom/config.h (LOOM_BUILD_INCLUDE_DIR) so that ccache serves its
+#     objects, installs it, and builds and runs the consumer against the static package.
 # Arguments: LOOM_SOURCE_DIR, LOOM_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, LOOM_INCLUDE_DIR,
 # GENERATOR, BUILD_TYPE, CXX, WITH_CUDA, WITH_MPI, CUDA_COMPILER, CUDA_ARCHITECTURES, CPU_ARCH,
 # HAVE_APPS.

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
@@ -19,8 +19,7 @@ cublasHandle_t handle_for(int device) {
   if (device >= static_cast<int>(handles.size())) handles.resize(device + 1, nullptr);
   if (handles[device] == nullptr) {
     loom::cuda::DeviceGuard guard(device);
-    LOOM_LIBRARY_CHECK("cuBLAS", cublasCreate(&handles[device]), CUBLAS_STATUS_SUCCESS,
-                       cublasGetStatusString);
+    GPU_BASICS_CUBLAS_CHECK(cublasCreate(&handles[device]));
   }
   return handles[device];
 }
@@ -30,19 +29,17 @@ cublasHandle_t handle_for(int device) {
 void matmul_cublas(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
                    bool tf32, int device, Stream stream) {
   cublasHandle_t handle = handle_for(device);
-  LOOM_LIBRARY_CHECK("cuBLAS", cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS,
-                     cublasGetStatusString);
+  GPU_BASICS_CUBLAS_CHECK(cublasSetStream(handle, stream));
   // cuBLAS is column-major: a row-major [r, c] matrix is its [c, r] transpose. So the row-major
   // product C = A B is computed as the column-major C^T [n, m] = B^T [n, k] A^T [k, m].
   const float alpha = 1.0f;
   const float beta = 0.0f;
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  LOOM_LIBRARY_CHECK("cuBLAS",
-                     cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
-                                  static_cast<int>(m), static_cast<int>(k), &alpha, b, CUDA_R_32F,
-                                  static_cast<int>(n), a, CUDA_R_32F, static_cast<int>(k), &beta, c,
-                                  CUDA_R_32F, static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT),
-                     CUBLAS_STATUS_SUCCESS, cublasGetStatusString);
+  GPU_BASICS_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                                       static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                                       CUDA_R_32F, static_cast<int>(n), a, CUDA_R_32F,
+                                       static_cast<int>(k), &beta, c, CUDA_R_32F,
+                                       static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace loom::gpu_basics::cuda_impl

@@ -4,15 +4,15 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
 
 int attribute(cudaDeviceAttr what, int device) {
   int value = 0;
-  LOOM_CUDA_CHECK(cudaDeviceGetAttribute(&value, what, device));
+  GPU_BASICS_CUDA_CHECK(cudaDeviceGetAttribute(&value, what, device));
   return value;
 }
 
@@ -33,7 +33,7 @@ void query_gpus(SystemInfo& info) {
   }
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
-    LOOM_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    GPU_BASICS_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
     GpuInfo gpu;
     gpu.index = d;
     gpu.name = prop.name;
@@ -51,7 +51,7 @@ void query_gpus(SystemInfo& info) {
   for (int i = 0; i < count; ++i) {
     for (int j = 0; j < count; ++j) {
       int can = 0;
-      if (i != j) LOOM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, i, j));
+      if (i != j) GPU_BASICS_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, i, j));
       info.peer_access[i][j] = can != 0;
     }
   }

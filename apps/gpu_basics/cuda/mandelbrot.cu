@@ -2,8 +2,8 @@
 // warp are contiguous. The arithmetic is mandelbrot_pixel, shared with the CPU loop.
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
@@ -21,7 +21,7 @@ void mandelbrot(const MandelbrotSpec& spec, int32_t* counts, Stream stream) {
   const dim3 grid(static_cast<unsigned>((spec.width + block.x - 1) / block.x),
                   static_cast<unsigned>((spec.height + block.y - 1) / block.y));
   mandelbrot_kernel<<<grid, block, 0, stream>>>(spec, counts);
-  LOOM_CUDA_KERNEL_CHECK();
+  GPU_BASICS_KERNEL_CHECK();
 }
 
 }  // namespace loom::gpu_basics::cuda_impl

@@ -3,8 +3,8 @@
 // outputs are not stored.
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
@@ -118,13 +118,13 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
       const dim3 block(32, 8);
       matmul_naive_kernel<<<dim3(blocks(n, 32), blocks(m, 8)), block, 0, stream>>>(a, b, c, mi, ni,
                                                                                    ki);
-      LOOM_CUDA_KERNEL_CHECK();
+      GPU_BASICS_KERNEL_CHECK();
       return;
     }
     case MatmulKernel::kTiled:
       matmul_tiled_kernel<<<dim3(blocks(n, kBN), blocks(m, kBM)), kThreads, 0, stream>>>(
           a, b, c, mi, ni, ki);
-      LOOM_CUDA_KERNEL_CHECK();
+      GPU_BASICS_KERNEL_CHECK();
       return;
     case MatmulKernel::kLibrary:
       matmul_cublas(a, b, c, m, n, k, /*tf32=*/false, device, stream);

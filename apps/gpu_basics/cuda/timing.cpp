@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 class Events {
  public:
   explicit Events(size_t count) : events_(count, nullptr) {
-    for (auto& e : events_) LOOM_CUDA_CHECK(cudaEventCreate(&e));
+    for (auto& e : events_) GPU_BASICS_CUDA_CHECK(cudaEventCreate(&e));
   }
   ~Events() {
     for (auto e : events_) {
@@ -39,15 +39,15 @@ Timing time_with_events(int device, const std::function<void()>& work,
   const size_t repeats = static_cast<size_t>(options.repeats);
   Events events(2 * repeats);
   for (size_t i = 0; i < repeats; ++i) {
-    LOOM_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+    GPU_BASICS_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
     work();
-    LOOM_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+    GPU_BASICS_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
   }
-  LOOM_CUDA_CHECK(cudaEventSynchronize(events[2 * repeats - 1]));
+  GPU_BASICS_CUDA_CHECK(cudaEventSynchronize(events[2 * repeats - 1]));
   std::vector<double> samples;
   for (size_t i = 0; i < repeats; ++i) {
     float ms = 0;
-    LOOM_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
+    GPU_BASICS_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
     samples.push_back(ms);
   }
   return summarize(std::move(samples));
@@ -57,7 +57,7 @@ int64_t total_memory(int device) {
   loom::cuda::DeviceGuard guard(device);
   size_t free_bytes = 0;
   size_t total_bytes = 0;
-  LOOM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  GPU_BASICS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   return static_cast<int64_t>(total_bytes);
 }
 

@@ -2,8 +2,8 @@
 // (fewer memory instructions for the same bytes), a scalar tail, and the copy ceiling.
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_check.h"
 #include "cuda/launchers.h"
-#include "loom/tensor/cuda/check.h"
 
 namespace loom::gpu_basics::cuda_impl {
 namespace {
@@ -69,7 +69,7 @@ void vector_add(const float* a, const float* b, float* c, int64_t n, Stream stre
   } else {
     vector_add_scalar<<<grid_for(n, 1), kThreads, 0, stream>>>(a, b, c, n);
   }
-  LOOM_CUDA_KERNEL_CHECK();
+  GPU_BASICS_KERNEL_CHECK();
 }
 
 void saxpy(float alpha, const float* x, float* y, int64_t n, Stream stream) {
@@ -78,11 +78,11 @@ void saxpy(float alpha, const float* x, float* y, int64_t n, Stream stream) {
   } else {
     saxpy_scalar<<<grid_for(n, 1), kThreads, 0, stream>>>(alpha, x, y, n);
   }
-  LOOM_CUDA_KERNEL_CHECK();
+  GPU_BASICS_KERNEL_CHECK();
 }
 
 void copy_device(void* dst, const void* src, size_t nbytes, Stream stream) {
-  LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
+  GPU_BASICS_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 }  // namespace loom::gpu_basics::cuda_impl
