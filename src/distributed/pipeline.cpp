@@ -43,6 +43,37 @@ struct PipelineParallel::Streams {
   std::vector<std::unique_ptr<cuda::Event>> handover;  // recorded by the stage, waited on by others
   std::vector<int> device;
 
+  int stages() const { return static_cast<int>(stream.size()); }
+  bool gpu(int s) const { return stream[s] != nullptr; }
+
+  // Puts the calling thread on stage s's stream, for a GPU stage.
+  void enter(std::optional<cuda::StreamGuard>& guard, int s) const {
+    if (gpu(s)) guard.emplace(device[s], stream[s]);
+  }
+
+  // Every stage stream waits for its device's current stream (the caller's: a spawn rank's or a
+  // StreamGuard's, not necessarily the compute stream): the batch and the last update.
+  void order_after_callers() {
+    for (int s = 0; s < stages(); ++s) {
+      if (!gpu(s)) continue;
+      handover[s]->record(cuda::current_stream(device[s]));
+      handover[s]->wait(stream[s]);
+    }
+  }
+
+  // Every stream (the stages' and the devices' compute streams) waits for every stage stream.
+  void order_all_after_stages() {
+    for (int s = 0; s < stages(); ++s) {
+      if (!gpu(s)) continue;
+      handover[s]->record(stream[s]);
+      for (int t = 0; t < stages(); ++t) {
+        if (!gpu(t)) continue;
+        handover[s]->wait(stream[t]);
+        handover[s]->wait(cuda::current_stream(device[t]));
+      }
+    }
+  }
+
   ~Streams() {
     for (size_t s = 0; s < stream.size(); ++s) {
       if (stream[s] == nullptr) continue;
@@ -163,6 +194,124 @@ Tensor PipelineParallel::forward(const Tensor& input) {
 
 namespace {
 
+void check_step_arguments(const Tensor& input, const Tensor& target, const PipelineLoss& loss_fn,
+                          int micro) {
+  LOOM_CHECK(input.defined() && target.defined(), "PipelineParallel.train_step: the ",
+             input.defined() ? "target" : "input", " is undefined");
+  LOOM_CHECK(input.dim() >= 1 && target.dim() >= 1, "PipelineParallel.train_step: the input and "
+             "target need a batch dimension, got shapes ", shape_str(input.shape()), " and ",
+             shape_str(target.shape()));
+  const int64_t batch = input.size(0);
+  LOOM_CHECK(target.size(0) == batch, "PipelineParallel.train_step: the input has ", batch,
+             " samples but the target ", target.size(0));
+  LOOM_CHECK(batch >= micro, "PipelineParallel.train_step: ", micro, " micro-batches for a batch of ",
+             batch, " samples; a micro-batch needs at least one sample");
+  LOOM_CHECK(static_cast<bool>(loss_fn), "PipelineParallel.train_step: the loss function is empty");
+}
+
+// Micro-batch m: samples [offset[m], offset[m] + size[m]), the first batch % micro one larger.
+struct MicroBatches {
+  MicroBatches(int64_t batch_size, int micro)
+      : batch(batch_size), size(micro, batch_size / micro), offset(micro, 0) {
+    for (int m = 0; m < batch_size % micro; ++m) ++size[m];
+    for (int m = 1; m < micro; ++m) offset[m] = offset[m - 1] + size[m - 1];
+  }
+  int count() const { return static_cast<int>(size.size()); }
+  Tensor of(const Tensor& t, int m) const { return t.narrow(0, offset[m], size[m]); }
+  // A micro-batch's mean loss times its weight sums to the batch's mean loss.
+  double weight(int m) const { return static_cast<double>(size[m]) / static_cast<double>(batch); }
+
+  int64_t batch;
+  std::vector<int64_t> size, offset;
+};
+
+// What last_timing() reports: events around each op on the stage's stream (host clocks for a
+// CPU stage), and around the whole step on every GPU stage's stream.
+class StepClocks {
+ public:
+  StepClocks(const PipelineParallel::Streams& st, int ops)
+      : st_(st), host_start_(Clock::now()), step_start_(st.stages()), step_end_(st.stages()) {
+    clocks_.reserve(ops);
+    for (int s = 0; s < stages(); ++s) {
+      if (!st_.gpu(s)) continue;
+      step_start_[s] = std::make_unique<cuda::Event>(st_.device[s]);
+      step_end_[s] = std::make_unique<cuda::Event>(st_.device[s]);
+      step_start_[s]->record(st_.stream[s]);
+    }
+  }
+
+  void begin(const PipelineOp& op) {
+    clocks_.push_back({nullptr, nullptr, {}, {}, op});
+    OpClock& clock = clocks_.back();
+    const int s = op.stage;
+    if (st_.gpu(s)) {
+      clock.start = std::make_unique<cuda::Event>(st_.device[s]);
+      clock.end = std::make_unique<cuda::Event>(st_.device[s]);
+      clock.start->record(st_.stream[s]);
+    }
+    clock.host_start = Clock::now();
+  }
+
+  void end() {
+    OpClock& clock = clocks_.back();
+    if (clock.end) clock.end->record(st_.stream[clock.op.stage]);
+    clock.host_end = Clock::now();
+  }
+
+  void end_step() {
+    for (int s = 0; s < stages(); ++s) {
+      if (st_.gpu(s)) step_end_[s]->record(st_.stream[s]);
+    }
+  }
+
+  // Waits for the events. The step's time is the longest GPU stage's, or the host's when every
+  // stage is on the CPU.
+  PipelineTiming collect() {
+    PipelineTiming timing;
+    timing.busy_ms.assign(stages(), 0.0);
+    timing.forward_ms.assign(stages(), 0.0);
+    timing.backward_ms.assign(stages(), 0.0);
+    for (OpClock& c : clocks_) {
+      const int s = c.op.stage;
+      double ms;
+      if (c.start) {
+        c.end->synchronize();
+        ms = cuda::Event::elapsed_ms(*c.start, *c.end);
+      } else {
+        ms = std::chrono::duration<double, std::milli>(c.host_end - c.host_start).count();
+      }
+      (c.op.kind == PipelineOp::Forward ? timing.forward_ms : timing.backward_ms)[s] += ms;
+      timing.busy_ms[s] += ms;
+    }
+    double step = std::chrono::duration<double, std::milli>(Clock::now() - host_start_).count();
+    bool any_gpu = false;
+    double gpu_step = 0.0;
+    for (int s = 0; s < stages(); ++s) {
+      if (!st_.gpu(s)) continue;
+      step_end_[s]->synchronize();
+      gpu_step =
+          std::max<double>(gpu_step, cuda::Event::elapsed_ms(*step_start_[s], *step_end_[s]));
+      any_gpu = true;
+    }
+    timing.step_ms = any_gpu ? gpu_step : step;
+    return timing;
+  }
+
+ private:
+  struct OpClock {
+    std::unique_ptr<cuda::Event> start, end;
+    Clock::time_point host_start, host_end;
+    PipelineOp op;
+  };
+
+  int stages() const { return st_.stages(); }
+
+  const PipelineParallel::Streams& st_;
+  Clock::time_point host_start_;
+  std::vector<std::unique_ptr<cuda::Event>> step_start_, step_end_;
+  std::vector<OpClock> clocks_;
+};
+
 // One step's state: the stages' inputs, outputs and the tensors in flight between them.
 struct StepState {
   explicit StepState(int stages, int micro_batches)
@@ -178,72 +327,81 @@ struct StepState {
   // [from][to]: what `from` sent whose copy on `to`'s stream `from`'s stream is not yet ordered
   // after: kept alive (see the top of this file).
   std::vector<std::vector<std::vector<Tensor>>> unread;
-  std::vector<Tensor> losses;                       // weighted, with graphs (last stage)
-  std::vector<Tensor> last_outputs;                 // detached (last stage)
+  std::vector<Tensor> losses;        // weighted, with graphs (last stage)
+  std::vector<Tensor> last_outputs;  // detached (last stage)
 };
 
-}  // namespace
+// The ops of one step, each run by the caller on its stage's stream, and what they hand on.
+struct StepOps {
+  const std::vector<std::shared_ptr<nn::Sequential>>& modules;
+  const std::vector<PipelineStage>& stages;
+  PipelineParallel::Streams& st;
+  const PipelineLoss& loss_fn;
+  MicroBatches micro;
+  Tensor first_input;  // on the first stage's device
+  Tensor last_target;  // on the last stage's device
+  StepState state;
 
-PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tensor& target,
-                                                const PipelineLoss& loss_fn) {
-  LOOM_CHECK(input.defined() && target.defined(), "PipelineParallel.train_step: the ",
-             input.defined() ? "target" : "input", " is undefined");
-  LOOM_CHECK(input.dim() >= 1 && target.dim() >= 1, "PipelineParallel.train_step: the input and "
-             "target need a batch dimension, got shapes ", shape_str(input.shape()), " and ",
-             shape_str(target.shape()));
-  const int64_t batch = input.size(0);
-  LOOM_CHECK(target.size(0) == batch, "PipelineParallel.train_step: the input has ", batch,
-             " samples but the target ", target.size(0));
-  const int micro = options_.micro_batches;
-  LOOM_CHECK(batch >= micro, "PipelineParallel.train_step: ", micro, " micro-batches for a batch of ",
-             batch, " samples; a micro-batch needs at least one sample");
-  LOOM_CHECK(static_cast<bool>(loss_fn), "PipelineParallel.train_step: the loss function is empty");
-  const int stages = static_cast<int>(stages_.size());
-
-  // Micro-batch m: samples [offset[m], offset[m] + size[m]), the first batch % micro one larger.
-  std::vector<int64_t> size(micro, batch / micro), offset(micro, 0);
-  for (int m = 0; m < batch % micro; ++m) ++size[m];
-  for (int m = 1; m < micro; ++m) offset[m] = offset[m - 1] + size[m - 1];
-
-  const Device first = stages_.front().device, last = stages_.back().device;
-  const Tensor first_input = input.to(first);
-  const Tensor last_target = target.to(last);
-  Streams& st = *streams_;
-  const auto is_gpu = [&](int s) { return st.stream[s] != nullptr; };
-
-  // Every stage stream waits for its device's current stream (the caller's: a spawn rank's or a
-  // StreamGuard's, not necessarily the compute stream): the batch and the last update.
-  for (int s = 0; s < stages; ++s) {
-    if (!is_gpu(s)) continue;
-    st.handover[s]->record(cuda::current_stream(st.device[s]));
-    st.handover[s]->wait(st.stream[s]);
+  // Stage s's forward of micro-batch m: the last stage also takes the loss, the others hand
+  // their output on as the next stage's leaf.
+  void forward(int s, int m) {
+    const Tensor x = s == 0 ? micro.of(first_input, m) : state.inputs[s][m];
+    Tensor y = modules[s]->forward(x);
+    if (s == last()) {
+      const Tensor part = micro.of(last_target, m);
+      state.losses[m] = loss_fn(y, part) * micro.weight(m);
+      LOOM_CHECK(state.losses[m].numel() == 1,
+                 "PipelineParallel.train_step: the loss function returned shape ",
+                 shape_str(state.losses[m].shape()),
+                 "; it must return a scalar (a mean over the micro-batch)");
+      state.last_outputs[m] = y.detach();
+    } else {
+      state.inputs[s + 1][m] =
+          hand_over(y.detach().contiguous(), s, s + 1).set_requires_grad(y.requires_grad());
+    }
+    state.outputs[s][m] = std::move(y);
   }
 
-  // Timing: events per op on the stage's stream (host clocks for a CPU stage).
-  const bool timing = options_.time_stages;
-  struct OpClock {
-    std::unique_ptr<cuda::Event> start, end;
-    Clock::time_point host_start, host_end;
-    PipelineOp op;
-  };
-  std::vector<OpClock> clocks;
-  if (timing) clocks.reserve(2 * static_cast<size_t>(stages) * micro);
-  std::vector<std::unique_ptr<cuda::Event>> step_start(stages), step_end(stages);
-  const auto step_host_start = Clock::now();
-  if (timing) {
-    for (int s = 0; s < stages; ++s) {
-      if (!is_gpu(s)) continue;
-      step_start[s] = std::make_unique<cuda::Event>(st.device[s]);
-      step_end[s] = std::make_unique<cuda::Event>(st.device[s]);
-      step_start[s]->record(st.stream[s]);
+  // Stage s's backward of micro-batch m, from the loss or from the gradient the next stage
+  // handed back; the gradient of its input goes back to the stage before.
+  void backward(int s, int m) {
+    if (s == last()) {
+      state.losses[m].backward();
+    } else if (state.outputs[s][m].requires_grad()) {
+      state.outputs[s][m].backward(state.grad_of_output[s][m]);
+    }
+    state.outputs[s][m] = Tensor();
+    state.grad_of_output[s][m] = Tensor();
+    if (s > 0) {
+      const Tensor& g = state.inputs[s][m].grad();
+      if (g.defined()) state.grad_of_output[s - 1][m] = hand_over(g.contiguous(), s, s - 1);
+      state.inputs[s][m] = Tensor();
     }
   }
 
-  StepState state(stages, micro);
+  // The batch's loss (the weighted losses' sum) and outputs, on the last stage's stream.
+  PipelineStepResult batch_result() const {
+    PipelineStepResult result;
+    NoGradGuard no_grad;
+    std::optional<cuda::StreamGuard> guard;
+    st.enter(guard, last());
+    Tensor total = state.losses[0].detach().reshape({});
+    for (int m = 1; m < micro.count(); ++m) total = total + state.losses[m].detach().reshape({});
+    result.loss = total;
+    result.outputs = cat(state.last_outputs, 0);
+    return result;
+  }
+
+  // Once every stream is ordered after the stage streams, what was in flight is free for the
+  // stage streams again.
+  void release_in_flight() { state = StepState(0, 0); }
+
+  int last() const { return static_cast<int>(stages.size()) - 1; }
+
   // Hands `t` (contiguous) from stage `from` to stage `to`: the copy runs on the receiver's
   // stream after the sender's stream has produced `t`; returns the receiver's tensor.
-  const auto hand_over = [&](const Tensor& t, int from, int to) {
-    if (!is_gpu(from) || !is_gpu(to)) return t.to(stages_[to].device).clone();
+  Tensor hand_over(const Tensor& t, int from, int to) {
+    if (!st.gpu(from) || !st.gpu(to)) return t.to(stages[to].device).clone();
     st.handover[from]->record(st.stream[from]);
     st.handover[from]->wait(st.stream[to]);
     // `to`'s stream now comes after every copy `from`'s stream made of what `to` had sent it.
@@ -252,122 +410,55 @@ PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tenso
     Tensor received;
     {
       cuda::StreamGuard guard(st.device[to], st.stream[to]);
-      received = empty(t.shape(), TensorOptions(t.dtype()).device(stages_[to].device));
+      received = empty(t.shape(), TensorOptions(t.dtype()).device(stages[to].device));
     }
-    detail::cuda_memcpy_on_stream(received.raw_data(), stages_[to].device, t.raw_data(),
-                                  stages_[from].device, t.nbytes(), st.stream[to]);
+    detail::cuda_memcpy_on_stream(received.raw_data(), stages[to].device, t.raw_data(),
+                                  stages[from].device, t.nbytes(), st.stream[to]);
     return received;
-  };
+  }
+};
+
+}  // namespace
+
+PipelineStepResult PipelineParallel::train_step(const Tensor& input, const Tensor& target,
+                                                const PipelineLoss& loss_fn) {
+  check_step_arguments(input, target, loss_fn, options_.micro_batches);
+  const int stages = static_cast<int>(stages_.size());
+  const int micro = options_.micro_batches;
+  Streams& st = *streams_;
+  // The batch's copies to the end stages run on the caller's stream, before the stage streams
+  // are ordered after it.
+  StepOps ops{stage_modules_,
+              stages_,
+              st,
+              loss_fn,
+              MicroBatches(input.size(0), micro),
+              input.to(stages_.front().device),
+              target.to(stages_.back().device),
+              StepState(stages, micro)};
+  st.order_after_callers();
+  std::optional<StepClocks> clocks;
+  if (options_.time_stages) clocks.emplace(st, 2 * stages * micro);
 
   for (const PipelineOp& op : issue_order(options_.schedule, stages, micro)) {
-    const int s = op.stage, m = op.micro_batch;
     std::optional<cuda::StreamGuard> guard;
-    if (is_gpu(s)) guard.emplace(st.device[s], st.stream[s]);
-    OpClock* clock = nullptr;
-    if (timing) {
-      clocks.push_back({nullptr, nullptr, {}, {}, op});
-      clock = &clocks.back();
-      if (is_gpu(s)) {
-        clock->start = std::make_unique<cuda::Event>(st.device[s]);
-        clock->end = std::make_unique<cuda::Event>(st.device[s]);
-        clock->start->record(st.stream[s]);
-      }
-      clock->host_start = Clock::now();
-    }
-
+    st.enter(guard, op.stage);
+    if (clocks) clocks->begin(op);
     if (op.kind == PipelineOp::Forward) {
-      const Tensor x = s == 0 ? first_input.narrow(0, offset[m], size[m]) : state.inputs[s][m];
-      Tensor y = stage_modules_[s]->forward(x);
-      if (s == stages - 1) {
-        const Tensor part = last_target.narrow(0, offset[m], size[m]);
-        state.losses[m] = loss_fn(y, part) * (static_cast<double>(size[m]) / static_cast<double>(batch));
-        LOOM_CHECK(state.losses[m].numel() == 1, "PipelineParallel.train_step: the loss function "
-                   "returned shape ", shape_str(state.losses[m].shape()), "; it must return a scalar "
-                   "(a mean over the micro-batch)");
-        state.last_outputs[m] = y.detach();
-      } else {
-        state.inputs[s + 1][m] = hand_over(y.detach().contiguous(), s, s + 1).set_requires_grad(y.requires_grad());
-      }
-      state.outputs[s][m] = std::move(y);
+      ops.forward(op.stage, op.micro_batch);
     } else {
-      if (s == stages - 1) {
-        state.losses[m].backward();
-      } else if (state.outputs[s][m].requires_grad()) {
-        state.outputs[s][m].backward(state.grad_of_output[s][m]);
-      }
-      state.outputs[s][m] = Tensor();
-      state.grad_of_output[s][m] = Tensor();
-      if (s > 0) {
-        const Tensor& g = state.inputs[s][m].grad();
-        if (g.defined()) state.grad_of_output[s - 1][m] = hand_over(g.contiguous(), s, s - 1);
-        state.inputs[s][m] = Tensor();
-      }
+      ops.backward(op.stage, op.micro_batch);
     }
+    if (clocks) clocks->end();
+  }
+  PipelineStepResult result = ops.batch_result();
 
-    if (clock != nullptr) {
-      if (clock->end) clock->end->record(st.stream[s]);
-      clock->host_end = Clock::now();
-    }
-  }
-
-  PipelineStepResult result;
-  {
-    NoGradGuard no_grad;
-    std::optional<cuda::StreamGuard> guard;
-    if (is_gpu(stages - 1)) guard.emplace(st.device[stages - 1], st.stream[stages - 1]);
-    Tensor total = state.losses[0].detach().reshape({});
-    for (int m = 1; m < micro; ++m) total = total + state.losses[m].detach().reshape({});
-    result.loss = total;
-    result.outputs = cat(state.last_outputs, 0);
-  }
-
-  // Every stream (the stages' and the devices' compute streams) waits for every stage stream.
-  if (timing) {
-    for (int s = 0; s < stages; ++s) {
-      if (is_gpu(s)) step_end[s]->record(st.stream[s]);
-    }
-  }
-  for (int s = 0; s < stages; ++s) {
-    if (!is_gpu(s)) continue;
-    st.handover[s]->record(st.stream[s]);
-    for (int t = 0; t < stages; ++t) {
-      if (!is_gpu(t)) continue;
-      st.handover[s]->wait(st.stream[t]);
-      st.handover[s]->wait(cuda::current_stream(st.device[t]));
-    }
-  }
-  state = StepState(0, 0);  // what was in flight is free for the stage streams again
+  if (clocks) clocks->end_step();
+  st.order_all_after_stages();
+  ops.release_in_flight();
   result.loss = result.loss.to(input.device());
   result.outputs = result.outputs.to(input.device());
-
-  if (timing) {
-    timing_ = PipelineTiming{};
-    timing_.busy_ms.assign(stages, 0.0);
-    timing_.forward_ms.assign(stages, 0.0);
-    timing_.backward_ms.assign(stages, 0.0);
-    for (OpClock& c : clocks) {
-      const int s = c.op.stage;
-      double ms;
-      if (c.start) {
-        c.end->synchronize();
-        ms = cuda::Event::elapsed_ms(*c.start, *c.end);
-      } else {
-        ms = std::chrono::duration<double, std::milli>(c.host_end - c.host_start).count();
-      }
-      (c.op.kind == PipelineOp::Forward ? timing_.forward_ms : timing_.backward_ms)[s] += ms;
-      timing_.busy_ms[s] += ms;
-    }
-    double step = std::chrono::duration<double, std::milli>(Clock::now() - step_host_start).count();
-    bool any_gpu = false;
-    double gpu_step = 0.0;
-    for (int s = 0; s < stages; ++s) {
-      if (!is_gpu(s)) continue;
-      step_end[s]->synchronize();
-      gpu_step = std::max<double>(gpu_step, cuda::Event::elapsed_ms(*step_start[s], *step_end[s]));
-      any_gpu = true;
-    }
-    timing_.step_ms = any_gpu ? gpu_step : step;
-  }
+  if (clocks) timing_ = clocks->collect();
   return result;
 }
 

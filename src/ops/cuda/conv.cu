@@ -1,124 +1,21 @@
 // conv2d on cuDNN: forward, backward data and backward filter; the bias gradient is loom's own
-// per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass's
-// algorithm is chosen once per (shapes, dtype, geometry, determinism, tensor-op permission:
-// TF32 or bfloat16, benchmark mode) from cuDNN's ranked heuristics or, in benchmark mode, by
-// timing the candidates on the call's own buffers (cudnnFind*Ex's legacy algorithms, then the
-// graph API's engines: conv_engines.h), allowing workspaces up to a limit, and cached with its
-// math type or engine plan and workspace size; workspaces come from the caching allocator.
+// per-channel reduction (cuDNN's backward-bias kernel runs a few dozen blocks). Each pass runs
+// the legacy algorithm or engine plan that conv_search.h chose for it, in workspace from the
+// caching allocator.
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <type_traits>
 
 #include "loom/ops/conv.h"
 #include "loom/ops/conv_backend.h"
 #include "loom/ops/cuda/channel_reduce.cuh"
 #include "loom/ops/cuda/channels_last.cuh"
-#include "loom/ops/cuda/conv_engines.h"
+#include "loom/ops/cuda/conv_search.h"
 #include "loom/ops/cuda/cudnn_handle.h"
-#include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
 
 namespace loom::detail {
 
 namespace {
-
-using AlgoKey = std::array<int64_t, 26>;
-
-// A legacy algorithm with its math type, or (benchmark mode) a graph-API engine plan.
-struct AlgoChoice {
-  int algo = 0;
-  cudnnMathType_t math = CUDNN_FMA_MATH;
-  std::shared_ptr<const ConvEnginePlan> engine;
-  size_t workspace = 0;
-  float ms = -1;  // what a timed search measured
-};
-
-constexpr size_t kMaxWorkspace = size_t(1) << 30;
-
-// The most workspace an algorithm may ask for: 1 GiB, or half the device's free memory when
-// that is less (the caching allocator may still hold much more in reusable blocks).
-size_t workspace_limit(int device) {
-  size_t free_bytes = 0, total_bytes = 0;
-  LOOM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  (void)device;  // cudaMemGetInfo reports the current device, set by the caller's DeviceGuard
-  return std::min(kMaxWorkspace, free_bytes / 2);
-}
-
-std::atomic<int64_t> g_searches{0};
-std::atomic<int64_t> g_engine_choices{0};
-
-// LOOM_CONV_SEARCH_LOG=1 prints each timed search's outcome to stderr (which engine or
-// algorithm won, in how many milliseconds): how the benchmarks find what a shape runs on.
-bool search_log() {
-  static const bool on = std::getenv("LOOM_CONV_SEARCH_LOG") != nullptr;
-  return on;
-}
-
-// One cache and lock per device: ranks driving different GPUs from threads of one process
-// never wait for each other's searches (key[2] is the device).
-constexpr int kMaxDevices = 64;
-struct AlgoCache {
-  std::mutex mutex;
-  std::map<AlgoKey, AlgoChoice> choices;
-};
-
-// The cached choice for `key`, or the result of `search` (run once, under the device's lock).
-// A search made while a CUDA graph captures is not cached: it used the heuristics (a timed search
-// runs kernels, which a capture would record), and eager calls of that shape still time theirs.
-template <typename Search>
-AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
-  static AlgoCache caches[kMaxDevices];
-  LOOM_ASSERT(key[2] >= 0 && key[2] < kMaxDevices, "device ", key[2], " outside the algorithm caches");
-  AlgoCache& cache = caches[key[2]];
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  auto it = cache.choices.find(key);
-  if (it != cache.choices.end()) return it->second;
-  const AlgoChoice choice = search();
-  ++g_searches;
-  if (!cuda::capturing(static_cast<int>(key[2]))) cache.choices.emplace(key, choice);
-  return choice;
-}
-
-bool is_tensor_op(cudnnMathType_t math) {
-  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
-
-// The best-ranked heuristic result that is supported, deterministic when asked, within the
-// workspace limit, and (unless tensor ops are allowed: TF32, bfloat16) not a tensor-op
-// algorithm. The second round only guards against heuristics that label every result with a
-// tensor-op math type or want more workspace than the limit: the descriptor's math type set
-// from tensor_ops then governs execution.
-template <typename Perf>
-AlgoChoice pick(const Perf* results, int count, const char* pass, bool tensor_ops, size_t limit) {
-  const bool need_deterministic = deterministic();
-  for (int round = 0; round < 2; ++round) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& r = results[i];
-      if (r.status != CUDNN_STATUS_SUCCESS) continue;
-      if (need_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-      if (round == 0 && ((!tensor_ops && is_tensor_op(r.mathType)) || r.memory > limit)) continue;
-      AlgoChoice c;
-      c.algo = static_cast<int>(r.algo);
-      c.ms = r.time;
-      // Conversion math could run float32 data in fp16 (and bfloat16 data through fp16): plain
-      // tensor-op math is as far as it goes.
-      c.math = !tensor_ops ? CUDNN_FMA_MATH
-               : r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? CUDNN_TENSOR_OP_MATH
-                                                                      : r.mathType;
-      return c;
-    }
-  }
-  LOOM_FAIL("conv2d: cuDNN offers no usable ", pass, " algorithm",
-            need_deterministic ? " that is deterministic" : "", " for this shape");
-}
-
-void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 
 // cuDNN pads symmetrically. Keras' 'same' may put one more row/column after than before: the
 // geometry cuDNN sees pads both sides by the smaller amount, and the input gets the rest as
@@ -147,7 +44,7 @@ Tensor pad_extra(const Tensor& x, const ConvGeometry& g, const ConvGeometry& s) 
   return padded;
 }
 
-// Descriptors and cache key of one call, for the symmetric geometry s.
+// One call's descriptors, for the symmetric geometry s.
 struct CudnnConv {
   DType dtype;
   int device;
@@ -156,9 +53,7 @@ struct CudnnConv {
   cuda::FilterDescriptor w;
   cuda::ConvolutionDescriptor conv;
   ConvGeometry s;
-  // Whether tensor-core algorithms may run: TF32 for float32 data when allowed, and always for
-  // bfloat16 (which tensor cores multiply exactly, accumulating in float32).
-  bool tensor_ops;
+  bool tensor_ops;  // tensor cores allowed: see ConvCall
 
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
       : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w, geo.channels_last),
@@ -171,163 +66,17 @@ struct CudnnConv {
                 " differs from loom's ", geo.oh, "x", geo.ow);
   }
 
-  // In benchmark mode an engine plan may be chosen: it belongs to this thread's handle and
-  // assumes its operands' alignment, so both are part of the key, with the search's limit.
-  AlgoKey key(ConvPass pass, const ConvOperands& o) const {
-    const bool bench = conv_benchmark();
-    return {static_cast<int64_t>(pass), static_cast<int64_t>(dtype), device, deterministic() ? 1 : 0,
-            s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.pad_top, s.pad_left, s.stride_h, s.stride_w,
-            s.dil_h, s.dil_w, tensor_ops ? 1 : 0, bench ? 1 : 0, s.channels_last ? 1 : 0,
-            bench ? static_cast<int64_t>(reinterpret_cast<intptr_t>(handle)) : 0,
-            bench ? operand_alignment(o.x) : 0, bench ? operand_alignment(o.w) : 0,
-            bench ? operand_alignment(o.y) : 0, bench && conv_search_engines_only() ? 1 : 0,
-            bench ? conv_benchmark_limit() : 0};
+  AlgoChoice algorithm(ConvPass pass, const ConvOperands& o) const {
+    return conv_algorithm(
+        pass, {dtype, device, handle, x.get(), y.get(), w.get(), conv.get(), s, tensor_ops}, o);
   }
 
-  // Whether this pass's search times the candidates: benchmark mode, and not inside a capture.
-  bool timed_search() const { return conv_benchmark() && !cuda::capturing(device); }
-  // Scratch for a timed search, and its size: the limit the heuristics allow, so that no
-  // algorithm they could choose goes untimed (with 512 MiB, resnet18's batch-256 layers lost
-  // their fastest algorithms and a step took 65 ms instead of 43).
-  std::pair<Tensor, size_t> search_workspace() const {
-    const size_t bytes = workspace_limit(device);
-    return {workspace(bytes), bytes};
-  }
-
-  // The math type the heuristics see: tensor-op math lets them offer TF32 algorithms.
-  void prepare_search() const {
-    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
-  }
-
-  // Sets the descriptor to the math type `choice` runs with (before its workspace query and
-  // before every call that uses it).
+  // Sets the descriptor to the math type `choice` runs with (before every call that uses it).
   void use(const AlgoChoice& choice) const {
     LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), choice.math));
   }
 
-  Tensor workspace(size_t bytes) const {
-    return bytes ? empty({static_cast<int64_t>(bytes)}, TensorOptions(kUInt8).device(cuda_device(device)))
-                 : Tensor();
-  }
-
-  // A timed search also times the graph API's engines and keeps whichever of them and the
-  // legacy choice ran faster (float64 has no tensor-core engines to gain: legacy only).
-  template <typename Legacy>
-  AlgoChoice with_engines(ConvPass pass, const ConvOperands& o, Legacy legacy) const {
-    if (!timed_search() || dtype == kFloat64) return legacy();
-    const bool engines_only = conv_search_engines_only();
-    AlgoChoice best = engines_only ? AlgoChoice{} : legacy();
-    const ConvProblem problem{pass, dtype, s, tensor_ops, deterministic()};
-    const TimedEngine e =
-        fastest_conv_engine(handle, device, problem, o, workspace_limit(device), conv_benchmark_limit());
-    const bool engine_wins = e.plan && (engines_only || e.ms < best.ms);
-    if (search_log()) {
-      std::fprintf(stderr, "loom conv search: %s: engine %lld %.4f ms (%d timed), legacy algo %d %.4f ms -> %s\n",
-                   describe(problem).c_str(), e.plan ? static_cast<long long>(e.plan->engine()) : -1LL, e.ms,
-                   e.timed, best.algo, best.ms, engine_wins ? "engine" : "legacy");
-    }
-    if (engine_wins) {
-      best = AlgoChoice{};
-      best.engine = e.plan;
-      best.workspace = e.plan->workspace();
-      best.ms = e.ms;
-      ++g_engine_choices;
-    } else if (engines_only) {
-      best = legacy();
-    }
-    return best;
-  }
-
-  // The buffers are the call's own: a timed search writes its output (which the call then
-  // overwrites) and reads its inputs.
-  AlgoChoice forward_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::Forward, o), [&] {
-      return with_engines(ConvPass::Forward, o, [&] {
-        const void *xd = o.x, *wd = o.w;
-        void* yd = o.y;
-        cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int count = 0;
-        prepare_search();
-        size_t limit = workspace_limit(device);
-        if (timed_search()) {
-          const auto [ws, bytes] = search_workspace();
-          limit = bytes;
-          LOOM_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-              handle, x.get(), xd, w.get(), wd, conv.get(), y.get(), yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-              results, data_or_null(ws), bytes));
-        } else {
-          LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-              handle, x.get(), w.get(), conv.get(), y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-        }
-        AlgoChoice c = pick(results, count, "forward", tensor_ops, limit);
-        use(c);
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-            handle, x.get(), w.get(), conv.get(), y.get(), static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-            &c.workspace));
-        return c;
-      });
-    });
-  }
-
-  AlgoChoice backward_data_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::BackwardData, o), [&] {
-      return with_engines(ConvPass::BackwardData, o, [&] {
-        const void *wd = o.w, *dyd = o.y;
-        void* dxd = o.x;
-        cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        int count = 0;
-        prepare_search();
-        size_t limit = workspace_limit(device);
-        if (timed_search()) {
-          const auto [ws, bytes] = search_workspace();
-          limit = bytes;
-          LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-              handle, w.get(), wd, y.get(), dyd, conv.get(), x.get(), dxd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-              &count, results, data_or_null(ws), bytes));
-        } else {
-          LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-              handle, w.get(), y.get(), conv.get(), x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
-              results));
-        }
-        AlgoChoice c = pick(results, count, "backward-data", tensor_ops, limit);
-        use(c);
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-            handle, w.get(), y.get(), conv.get(), x.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-            &c.workspace));
-        return c;
-      });
-    });
-  }
-
-  AlgoChoice backward_filter_algorithm(const ConvOperands& o) const {
-    return cached_algorithm(key(ConvPass::BackwardFilter, o), [&] {
-      return with_engines(ConvPass::BackwardFilter, o, [&] {
-        const void *xd = o.x, *dyd = o.y;
-        void* dwd = o.w;
-        cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        int count = 0;
-        prepare_search();
-        size_t limit = workspace_limit(device);
-        if (timed_search()) {
-          const auto [ws, bytes] = search_workspace();
-          limit = bytes;
-          LOOM_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-              handle, x.get(), xd, y.get(), dyd, conv.get(), w.get(), dwd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-              &count, results, data_or_null(ws), bytes));
-        } else {
-          LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-              handle, x.get(), y.get(), conv.get(), w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-              results));
-        }
-        AlgoChoice c = pick(results, count, "backward-filter", tensor_ops, limit);
-        use(c);
-        LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            handle, x.get(), y.get(), conv.get(), w.get(),
-            static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), &c.workspace));
-        return c;
-      });
-    });
-  }
+  Tensor workspace(size_t bytes) const { return conv_workspace(bytes, device); }
 };
 
 template <typename T>
@@ -418,9 +167,6 @@ void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, b
 
 }  // namespace
 
-int64_t cuda_conv_algorithm_searches() { return g_searches; }
-int64_t cuda_conv_engine_choices() { return g_engine_choices; }
-
 std::string cuda_library_versions() {
   int runtime = 0;
   LOOM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
@@ -438,7 +184,7 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor y = empty({g.n, g.o, g.oh, g.ow}, x.options(), format_of(g));
   const CudnnConv c(s, x.dtype(), device);
   const ConvOperands operands{xs.raw_data(), weight.raw_data(), y.raw_data()};
-  const AlgoChoice algo = c.forward_algorithm(operands);
+  const AlgoChoice algo = c.algorithm(ConvPass::Forward, operands);
   const Tensor ws = c.workspace(algo.workspace);
   if (algo.engine) {
     algo.engine->run(c.handle, operands, data_or_null(ws));
@@ -469,7 +215,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
     grads.weight = empty(weight.shape(), weight.options(), format_of(g));
     const Tensor xs = extra ? pad_extra(x, g, s) : x;
     const ConvOperands operands{xs.raw_data(), grads.weight.raw_data(), grad_out.raw_data()};
-    const AlgoChoice algo = c.backward_filter_algorithm(operands);
+    const AlgoChoice algo = c.algorithm(ConvPass::BackwardFilter, operands);
     const Tensor ws = c.workspace(algo.workspace);
     if (algo.engine) {
       algo.engine->run(c.handle, operands, data_or_null(ws));
@@ -484,7 +230,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
   if (need_input) {
     Tensor dxs = empty({s.n, s.c, s.h, s.w}, x.options(), format_of(g));
     const ConvOperands operands{dxs.raw_data(), weight.raw_data(), grad_out.raw_data()};
-    const AlgoChoice algo = c.backward_data_algorithm(operands);
+    const AlgoChoice algo = c.algorithm(ConvPass::BackwardData, operands);
     const Tensor ws = c.workspace(algo.workspace);
     if (algo.engine) {
       algo.engine->run(c.handle, operands, data_or_null(ws));
