@@ -6,15 +6,14 @@
 //
 //   images/s = images delivered / wall seconds, timed after `warmup` batches, and for a CUDA
 //   device up to a synchronisation of the device after the last batch.
-#include <CLI/CLI.hpp>
+#include <loom/loom.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace {
 
@@ -33,7 +32,8 @@ struct Row {
 // Values of a batch outside [0, 1] (rescale 1/255, no normalisation) or a wrong shape.
 bool batch_is_wrong(const Batch& b, int64_t size, bool check_values) {
   const auto& s = b.images.shape();
-  if (s.size() != 4 || s[1] != 3 || s[2] != size || s[3] != size || b.labels.numel() != s[0]) return true;
+  if (s.size() != 4 || s[1] != 3 || s[2] != size || s[3] != size || b.labels.numel() != s[0])
+    return true;
   if (!check_values) return false;
   for (float v : b.images.to_vector<float>()) {
     if (!(v >= 0.0f && v <= 1.0f)) return true;
@@ -78,10 +78,12 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker counts to measure")->delimiter(',');
   app.add_option("--size", size, "output height and width");
   app.add_option("--batch", batch, "batch size");
-  app.add_option("--max-batches", max_batches, "timed batches per row at most (default: one epoch)");
+  app.add_option("--max-batches", max_batches,
+                 "timed batches per row at most (default: one epoch)");
   app.add_option("--warmup", warmup, "untimed batches first");
   app.add_option("--device", device, "where batches go: cpu or cuda[:N]");
-  app.add_option("--interpolation", interpolation, "resize filter: nearest (Keras), bilinear (torchvision), area");
+  app.add_option("--interpolation", interpolation,
+                 "resize filter: nearest (Keras), bilinear (torchvision), area");
   app.add_flag("!--no-gpu-augment", gpu_augment, "skip the GPU-augmentation rows (CUDA only)");
   app.add_option("--seed", seed, "shuffling and augmentation seed");
   app.add_flag("--json", json, "print the rows as JSON");
@@ -89,9 +91,10 @@ int main(int argc, char** argv) {
 
   loom::data::ImageFolderOptions folder_options;
   folder_options.decode.height = folder_options.decode.width = size;
-  folder_options.decode.interpolation = interpolation == "nearest"  ? loom::data::Interpolation::Nearest
-                                        : interpolation == "area"   ? loom::data::Interpolation::Area
-                                                                    : loom::data::Interpolation::Bilinear;
+  folder_options.decode.interpolation =
+      interpolation == "nearest" ? loom::data::Interpolation::Nearest
+      : interpolation == "area"  ? loom::data::Interpolation::Area
+                                 : loom::data::Interpolation::Bilinear;
   try {
     const loom::Device dev(device);
     loom::data::ImageFolder folder(root, folder_options);
@@ -103,10 +106,11 @@ int main(int argc, char** argv) {
 
     std::printf("# loom data_loader_bench\n# root %s: %lld images, %zu classes\n", root.c_str(),
                 static_cast<long long>(folder.size()), folder.classes().size());
-    std::printf("# decode: libjpeg-turbo with DCT scaling, resize %s to %lldx%lld; augmentation: "
-                "rescale 1/255, shear 0.2 deg, zoom 0.8-1.2, horizontal flip; batch %lld\n",
-                interpolation.c_str(), static_cast<long long>(size), static_cast<long long>(size),
-                static_cast<long long>(batch));
+    std::printf(
+        "# decode: libjpeg-turbo with DCT scaling, resize %s to %lldx%lld; augmentation: "
+        "rescale 1/255, shear 0.2 deg, zoom 0.8-1.2, horizontal flip; batch %lld\n",
+        interpolation.c_str(), static_cast<long long>(size), static_cast<long long>(size),
+        static_cast<long long>(batch));
     std::printf("# device %s, host threads available %u, CUDA devices %d\n", dev.str().c_str(),
                 std::thread::hardware_concurrency(), loom::cuda_device_count());
     std::vector<Row> rows;
@@ -116,8 +120,10 @@ int main(int argc, char** argv) {
     }
     if (dev.is_cuda() && gpu_augment) {
       const auto start = std::chrono::steady_clock::now();
-      loom::data::InMemoryDataset cache(folder, static_cast<int>(std::thread::hardware_concurrency()));
-      const double cache_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      loom::data::InMemoryDataset cache(folder,
+                                        static_cast<int>(std::thread::hardware_concurrency()));
+      const double cache_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf("# in-memory uint8 cache: %lld images decoded in %.2f s\n",
                   static_cast<long long>(cache.size()), cache_s);
       options.augment_on_device = true;
@@ -138,11 +144,12 @@ int main(int argc, char** argv) {
       std::printf("[\n");
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
-        std::printf("  {\"path\": \"%s\", \"threads\": %d, \"batches\": %lld, \"images\": %lld, "
-                    "\"seconds\": %.4f, \"images_per_s\": %.1f, \"wrong\": %lld}%s\n",
-                    r.path.c_str(), r.threads, static_cast<long long>(r.batches),
-                    static_cast<long long>(r.images), r.seconds, r.rate(),
-                    static_cast<long long>(r.wrong), i + 1 < rows.size() ? "," : "");
+        std::printf(
+            "  {\"path\": \"%s\", \"threads\": %d, \"batches\": %lld, \"images\": %lld, "
+            "\"seconds\": %.4f, \"images_per_s\": %.1f, \"wrong\": %lld}%s\n",
+            r.path.c_str(), r.threads, static_cast<long long>(r.batches),
+            static_cast<long long>(r.images), r.seconds, r.rate(), static_cast<long long>(r.wrong),
+            i + 1 < rows.size() ? "," : "");
       }
       std::printf("]\n");
     } else {

@@ -11,7 +11,6 @@
 #include <loom/loom.h>
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,11 +51,12 @@ void synchronize_all(const std::vector<loom::Device>& devices) {
 
 int main(int argc, char** argv) {
   CLI::App app{"pipeline parallelism: step time, bubble and memory per configuration"};
-  std::string model_name = "resnet18", device_name = "cuda", stages_list = "1,2,4", micro_list = "1,2,4,8",
-              schedule_list = "gpipe,1f1b", balance = "params";
+  std::string model_name = "resnet18", device_name = "cuda", stages_list = "1,2,4",
+              micro_list = "1,2,4,8", schedule_list = "gpipe,1f1b", balance = "params";
   int64_t batch = 256, image = 64;
   int warmup = 3, iters = 10;
-  app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
+  app.add_option("--model", model_name)
+      ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::PositiveNumber);
   app.add_option("--image-size", image)->check(CLI::PositiveNumber);
   app.add_option("--device", device_name)->check(CLI::IsMember({"cpu", "cuda"}));
@@ -75,13 +75,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pipeline_bench: no CUDA device\n");
     return 1;
   }
-  std::printf("# pipeline_bench: model %s, batch %lld, %lldx%lld images, balanced by %s, %s%s, median of %d steps "
-              "after %d\n",
-              model_name.c_str(), static_cast<long long>(batch), static_cast<long long>(image),
-              static_cast<long long>(image), balance.c_str(), gpu ? "CUDA devices: " : "cpu",
-              gpu ? std::to_string(gpus).c_str() : "", iters, warmup);
-  std::printf("# %-6s %-6s %-5s %9s %9s %9s %8s  %s\n", "stages", "micro", "sched", "step_ms", "bubble",
-              "theory", "img/s", "per stage: device busy_ms (fwd+bwd); peak MiB per device");
+  std::printf(
+      "# pipeline_bench: model %s, batch %lld, %lldx%lld images, balanced by %s, %s%s, median of "
+      "%d steps "
+      "after %d\n",
+      model_name.c_str(), static_cast<long long>(batch), static_cast<long long>(image),
+      static_cast<long long>(image), balance.c_str(), gpu ? "CUDA devices: " : "cpu",
+      gpu ? std::to_string(gpus).c_str() : "", iters, warmup);
+  std::printf("# %-6s %-6s %-5s %9s %9s %9s %8s  %s\n", "stages", "micro", "sched", "step_ms",
+              "bubble", "theory", "img/s",
+              "per stage: device busy_ms (fwd+bwd); peak MiB per device");
 
   const loom::Tensor images = loom::randn({batch, 3, image, image}, loom::TensorOptions());
   const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kFloat32);
@@ -93,14 +96,17 @@ int main(int argc, char** argv) {
     for (int micro : parse_list(micro_list)) {
       std::stringstream schedules(schedule_list);
       for (std::string sched; std::getline(schedules, sched, ',');) {
-        if (stages == 1 && sched != schedule_list.substr(0, schedule_list.find(','))) continue;  // one schedule
+        if (stages == 1 && sched != schedule_list.substr(0, schedule_list.find(',')))
+          continue;  // one schedule
         loom::manual_seed(1);
         auto model = make_model(model_name);
         std::vector<loom::Device> devices;
-        for (int s = 0; s < stages; ++s) devices.push_back(gpu ? loom::cuda_device(s % gpus) : loom::kCPU);
+        for (int s = 0; s < stages; ++s)
+          devices.push_back(gpu ? loom::cuda_device(s % gpus) : loom::kCPU);
         dist::PipelineOptions options;
         options.micro_batches = micro;
-        options.schedule = sched == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+        options.schedule =
+            sched == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
         if (balance == "time") {
           options.balance = dist::PipelineBalance::Time;
           options.sample_input = {(batch + micro - 1) / micro, 3, image, image};
@@ -120,7 +126,9 @@ int main(int argc, char** argv) {
           const auto start = std::chrono::steady_clock::now();
           step();
           synchronize_all(devices);
-          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+          ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
         }
         // One more step with every stage op timed, and the devices' peak memory during it.
         std::map<int, int64_t> base;
@@ -134,15 +142,18 @@ int main(int argc, char** argv) {
         synchronize_all(devices);
         const dist::PipelineTiming& t = pipe->last_timing();
         const double step_ms = median(ms);
-        std::printf("  %-6d %-6d %-5s %9.3f %9.3f %9.3f %8.0f ", stages, micro, sched.c_str(), step_ms, t.bubble(),
-                    dist::theoretical_bubble(stages, micro), 1000.0 * static_cast<double>(batch) / step_ms);
+        std::printf("  %-6d %-6d %-5s %9.3f %9.3f %9.3f %8.0f ", stages, micro, sched.c_str(),
+                    step_ms, t.bubble(), dist::theoretical_bubble(stages, micro),
+                    1000.0 * static_cast<double>(batch) / step_ms);
         for (size_t s = 0; s < t.busy_ms.size(); ++s) {
-          std::printf(" %s %.2f (%.2f+%.2f)", devices[s].str().c_str(), t.busy_ms[s], t.forward_ms[s],
-                      t.backward_ms[s]);
+          std::printf(" %s %.2f (%.2f+%.2f)", devices[s].str().c_str(), t.busy_ms[s],
+                      t.forward_ms[s], t.backward_ms[s]);
         }
         std::printf(";");
         for (const auto& [index, before] : base) {
-          const double mib = static_cast<double>(loom::cuda::allocator_stats(index).peak_allocated_bytes - before) / (1 << 20);
+          const double mib = static_cast<double>(
+                                 loom::cuda::allocator_stats(index).peak_allocated_bytes - before) /
+                             (1 << 20);
           std::printf(" cuda:%d %.1f", index, mib);
         }
         std::printf("\n");

@@ -21,7 +21,6 @@
 #include <loom/loom.h>
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,14 +52,15 @@ struct Trainee {
   std::unique_ptr<loom::optim::Adam> optimizer;
   std::unique_ptr<loom::train::CapturedStep> captured;
   bool autocast = false;
-  size_t reference = 0;  // the trainee its overhead is measured against: plain, or graph for graph_ddp
+  size_t reference =
+      0;  // the trainee its overhead is measured against: plain, or graph for graph_ddp
   void step(const loom::Tensor& images, const loom::Tensor& labels) {
     if (captured) {
       captured->run(images, labels);
       return;
     }
-    loom::Tensor loss =
-        nn::binary_cross_entropy_with_logits(loom::train::forward(*model, images, autocast), labels);
+    loom::Tensor loss = nn::binary_cross_entropy_with_logits(
+        loom::train::forward(*model, images, autocast), labels);
     optimizer->zero_grad();
     loss.backward();
     optimizer->step();
@@ -72,11 +72,13 @@ Trainee make_trainee(const std::string& variant, const std::string& name, loom::
   loom::manual_seed(1);  // the same weights for every variant
   Trainee t;
   t.variant = variant;
-  if (precision != loom::train::Precision::TF32) t.variant += std::string("_") + loom::train::precision_name(precision);
+  if (precision != loom::train::Precision::TF32)
+    t.variant += std::string("_") + loom::train::precision_name(precision);
   t.autocast = precision == loom::train::Precision::BFloat16;
   t.model = make_model(name);
   t.model->to(device);
-  if (channels_last) t.model->to(loom::MemoryFormat::ChannelsLast);  // weights NHWC, as PyTorch's bench
+  if (channels_last)
+    t.model->to(loom::MemoryFormat::ChannelsLast);  // weights NHWC, as PyTorch's bench
   t.model->train();
   if (group) t.model = std::make_shared<dist::DistributedDataParallel>(t.model, group);
   t.optimizer = std::make_unique<loom::optim::Adam>(t.model->parameters(),
@@ -87,13 +89,16 @@ Trainee make_trainee(const std::string& variant, const std::string& name, loom::
     options.group = group;  // graph_ddp: its all-reduce captured with the step
     t.captured = std::make_unique<loom::train::CapturedStep>(
         *t.model,
-        [](const loom::Tensor& out, const loom::Tensor& y) { return nn::binary_cross_entropy_with_logits(out, y); },
+        [](const loom::Tensor& out, const loom::Tensor& y) {
+          return nn::binary_cross_entropy_with_logits(out, y);
+        },
         *t.optimizer, options);
   }
   return t;
 }
 
-// Per-step milliseconds of `n` steps: CUDA events around each on the GPU, the host clock on the CPU.
+// Per-step milliseconds of `n` steps: CUDA events around each on the GPU, the host clock on the
+// CPU.
 std::vector<double> time_steps(const std::function<void()>& step, int n, loom::Device device) {
   std::vector<double> ms;
   if (device.is_cuda()) {
@@ -108,32 +113,35 @@ std::vector<double> time_steps(const std::function<void()>& step, int n, loom::D
       marks[i + 1]->record(stream);
     }
     marks[n]->synchronize();
-    for (int i = 0; i < n; ++i) ms.push_back(loom::cuda::Event::elapsed_ms(*marks[i], *marks[i + 1]));
+    for (int i = 0; i < n; ++i)
+      ms.push_back(loom::cuda::Event::elapsed_ms(*marks[i], *marks[i + 1]));
   } else {
     for (int i = 0; i < n; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       step();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   return ms;
 }
 
 // overhead: % against the reference variant (named `reference`); vs_plain: % against plain.
-void print_row(bool json, const std::string& model, int64_t batch, loom::Device device, const std::string& variant,
-               const std::vector<double>& ms, int iters, double overhead, const std::string& reference,
-               double vs_plain) {
+void print_row(bool json, const std::string& model, int64_t batch, loom::Device device,
+               const std::string& variant, const std::vector<double>& ms, int iters,
+               double overhead, const std::string& reference, double vs_plain) {
   const double med = median(ms), best = *std::min_element(ms.begin(), ms.end());
   if (json) {
-    std::printf("{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
-                "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d, "
-                "\"conv_benchmark\": %s, \"conv_benchmark_limit\": %lld",
-                model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(),
-                med, best, iters, loom::conv_benchmark() ? "true" : "false",
-                static_cast<long long>(loom::conv_benchmark_limit()));
+    std::printf(
+        "{\"framework\": \"loom\", \"model\": \"%s\", \"batch\": %lld, \"device\": \"%s\", "
+        "\"variant\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"iters\": %d, "
+        "\"conv_benchmark\": %s, \"conv_benchmark_limit\": %lld",
+        model.c_str(), static_cast<long long>(batch), device.str().c_str(), variant.c_str(), med,
+        best, iters, loom::conv_benchmark() ? "true" : "false",
+        static_cast<long long>(loom::conv_benchmark_limit()));
     if (!reference.empty()) {
-      std::printf(", \"vs_plain_pct\": %.2f, \"overhead_vs\": \"%s\", \"overhead_pct\": %.2f", vs_plain,
-                  reference.c_str(), overhead);
+      std::printf(", \"vs_plain_pct\": %.2f, \"overhead_vs\": \"%s\", \"overhead_pct\": %.2f",
+                  vs_plain, reference.c_str(), overhead);
     }
     // DDP's cost: eager against the plain step, captured against the captured plain step.
     if (variant.rfind("ddp", 0) == 0 || variant.rfind("graph_ddp", 0) == 0) {
@@ -141,8 +149,8 @@ void print_row(bool json, const std::string& model, int64_t batch, loom::Device 
     }
     std::printf("}\n");
   } else {
-    std::printf("%-12s %6lld %-8s %-18s %12.4f %12.4f", model.c_str(), static_cast<long long>(batch),
-                device.str().c_str(), variant.c_str(), med, best);
+    std::printf("%-12s %6lld %-8s %-18s %12.4f %12.4f", model.c_str(),
+                static_cast<long long>(batch), device.str().c_str(), variant.c_str(), med, best);
     if (!reference.empty()) std::printf(" %+9.2f%% vs %s", overhead, reference.c_str());
     std::printf("\n");
   }
@@ -158,26 +166,32 @@ int main(int argc, char** argv) {
   int64_t conv_benchmark_limit = loom::conv_benchmark_limit();
   bool json = false, ddp = false, graph = false, conv_benchmark = false, channels_last = false;
   std::string precision_name = "tf32";
-  app.add_option("--model", model_name)->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
+  app.add_option("--model", model_name)
+      ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1 << 16));
   app.add_option("--device", device_name);
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 100000));
   app.add_option("--iters", iters)->check(CLI::Range(1, 100000));
   app.add_flag("--ddp", ddp, "also time the model inside DistributedDataParallel (one rank)");
-  app.add_flag("--graph", graph, "also time the step captured into a CUDA graph (train::CapturedStep); with --ddp "
+  app.add_flag("--graph", graph,
+               "also time the step captured into a CUDA graph (train::CapturedStep); with --ddp "
                "also the captured DDP step (graph_ddp)");
   app.add_flag("--conv-benchmark", conv_benchmark,
                "choose cuDNN's convolution algorithms by timing them (loom::set_conv_benchmark)");
   app.add_option("--conv-benchmark-limit", conv_benchmark_limit,
-                 "engine configurations timed per convolution pass, 0 for all (loom::set_conv_benchmark_limit)")
+                 "engine configurations timed per convolution pass, 0 for all "
+                 "(loom::set_conv_benchmark_limit)")
       ->check(CLI::Range(int64_t(0), int64_t(1000)));
-  app.add_option("--precision", precision_name, "fp32, tf32 (convolutions on TF32 tensor cores) or bf16 "
+  app.add_option("--precision", precision_name,
+                 "fp32, tf32 (convolutions on TF32 tensor cores) or bf16 "
                  "(mixed precision: loom::Autocast)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
-  app.add_flag("--channels-last", channels_last,
-               "feed the batch channels-last (NHWC): convolutions, batch norm, pooling and activations "
-               "then run channels-last on CUDA; appends _cl to the variants' names");
-  app.add_option("--profile-steps", profile_steps, "then N steps of each variant for a profiler (CUDA)")
+  app.add_flag(
+      "--channels-last", channels_last,
+      "feed the batch channels-last (NHWC): convolutions, batch norm, pooling and activations "
+      "then run channels-last on CUDA; appends _cl to the variants' names");
+  app.add_option("--profile-steps", profile_steps,
+                 "then N steps of each variant for a profiler (CUDA)")
       ->check(CLI::Range(0, 1000));
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
@@ -194,21 +208,27 @@ int main(int argc, char** argv) {
     // Random (never zero) inputs; labels 0/1.
     loom::Tensor images = loom::rand({batch, 3, 64, 64}, device);
     if (channels_last) images = images.contiguous(loom::MemoryFormat::ChannelsLast);
-    const loom::Tensor labels = loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
+    const loom::Tensor labels =
+        loom::randint(0, 2, {batch, 1}, loom::kInt64).to(device, loom::kFloat32);
 
     std::vector<Trainee> trainees;
-    trainees.push_back(make_trainee("plain", model_name, device, nullptr, precision, channels_last));
+    trainees.push_back(
+        make_trainee("plain", model_name, device, nullptr, precision, channels_last));
     dist::GroupPtr group;
     if (ddp) {
       group = device.is_cuda() ? dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index)
                                : dist::make_threads_groups(1, device)[0];
       trainees.push_back(make_trainee("ddp", model_name, device, group, precision, channels_last));
     }
-    if (graph) trainees.push_back(make_trainee("graph", model_name, device, nullptr, precision, channels_last));
+    if (graph)
+      trainees.push_back(
+          make_trainee("graph", model_name, device, nullptr, precision, channels_last));
     if (graph && ddp) {
       // Its own communicator: the eager DDP's collectives and the graph's never share one.
-      const dist::GroupPtr graph_group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index);
-      trainees.push_back(make_trainee("graph_ddp", model_name, device, graph_group, precision, channels_last));
+      const dist::GroupPtr graph_group =
+          dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, device.index);
+      trainees.push_back(
+          make_trainee("graph_ddp", model_name, device, graph_group, precision, channels_last));
       trainees.back().reference = trainees.size() - 2;  // the captured plain step
     }
     for (int i = 0; i < warmup; ++i) {
@@ -234,17 +254,21 @@ int main(int argc, char** argv) {
       loom::cuda::profiler_stop();
     }
     if (!json) {
-      std::printf("# loom train_step_bench: forward + BCE-with-logits + backward + Adam, random inputs\n");
-      std::printf("# device %s, warmup %d, iters %d, CPU threads %u, conv algorithms by %s%s\n",
-                  device.str().c_str(), warmup, iters, std::thread::hardware_concurrency(),
-                  conv_benchmark ? "timing" : "heuristics",
-                  ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
+      std::printf(
+          "# loom train_step_bench: forward + BCE-with-logits + backward + Adam, random inputs\n");
+      std::printf(
+          "# device %s, warmup %d, iters %d, CPU threads %u, conv algorithms by %s%s\n",
+          device.str().c_str(), warmup, iters, std::thread::hardware_concurrency(),
+          conv_benchmark ? "timing" : "heuristics",
+          ddp ? (std::string(", DDP over ") + group->backend() + " with 1 rank").c_str() : "");
       if (graph && ddp) {
-        std::printf("# overhead: ddp and graph against plain; graph_ddp (CapturedStep over the DDP model, its NCCL "
-                    "all-reduce in the graph) against graph: DDP's cost in a captured step\n");
+        std::printf(
+            "# overhead: ddp and graph against plain; graph_ddp (CapturedStep over the DDP model, "
+            "its NCCL "
+            "all-reduce in the graph) against graph: DDP's cost in a captured step\n");
       }
-      std::printf("%-12s %6s %-8s %-18s %12s %12s%s\n", "model", "batch", "device", "run", "median_ms",
-                  "min_ms", trainees.size() > 1 ? "   overhead" : "");
+      std::printf("%-12s %6s %-8s %-18s %12s %12s%s\n", "model", "batch", "device", "run",
+                  "median_ms", "min_ms", trainees.size() > 1 ? "   overhead" : "");
     }
     if (channels_last) {
       for (Trainee& t : trainees) t.variant += "_cl";

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
           std::printf("step %d: rank 0's loss %.4f\n", step + 1, loss.item<float>());
         }
       }
-      if (group.rank() == 0) std::printf("%d ranks (%s) trained in step\n", group.size(), group.backend());
+      if (group.rank() == 0)
+        std::printf("%d ranks (%s) trained in step\n", group.size(), group.backend());
     });
   } catch (const Error& e) {
     std::fprintf(stderr, "ddp_seed_cnn: %s\n", e.what());

@@ -14,7 +14,8 @@ namespace data = loom::data;
 // The first `count` examples of a dataset (Fashion-MNIST's order is already mixed).
 class Prefix : public data::Dataset {
  public:
-  Prefix(const data::Dataset& source, int64_t count) : source_(source), count_(std::min(count, source.size())) {}
+  Prefix(const data::Dataset& source, int64_t count)
+      : source_(source), count_(std::min(count, source.size())) {}
   int64_t size() const override { return count_; }
   data::Example get(int64_t index) const override { return source_.get(index); }
 
@@ -26,9 +27,11 @@ class Prefix : public data::Dataset {
 static std::shared_ptr<nn::Sequential> fashion_cnn() {
   auto model = std::make_shared<nn::Sequential>();
   const auto same = loom::Conv2dOptions().padding(1);
-  model->add(std::make_shared<nn::Conv2d>(1, 32, 3, same)).add(std::make_shared<nn::BatchNorm2d>(32));
+  model->add(std::make_shared<nn::Conv2d>(1, 32, 3, same))
+      .add(std::make_shared<nn::BatchNorm2d>(32));
   model->add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::MaxPool2d>(2));
-  model->add(std::make_shared<nn::Conv2d>(32, 64, 3, same)).add(std::make_shared<nn::BatchNorm2d>(64));
+  model->add(std::make_shared<nn::Conv2d>(32, 64, 3, same))
+      .add(std::make_shared<nn::BatchNorm2d>(64));
   model->add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::MaxPool2d>(2));
   model->add(std::make_shared<nn::Flatten>()).add(std::make_shared<nn::Dropout>(0.25));
   model->add(std::make_shared<nn::Linear>(64 * 7 * 7, 256)).add(std::make_shared<nn::ReLU>());
@@ -41,11 +44,16 @@ int main(int argc, char** argv) try {
   std::string root = data::kFashionMnistDir;
   int64_t epochs = 10, limit = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) device_name = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--epochs")) epochs = std::stoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--limit")) limit = std::stoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--data")) root = argv[i + 1];
-    else throw loom::Error(std::string("unknown flag ") + argv[i]);
+    if (!std::strcmp(argv[i], "--device"))
+      device_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--epochs"))
+      epochs = std::stoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--limit"))
+      limit = std::stoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--data"))
+      root = argv[i + 1];
+    else
+      throw loom::Error(std::string("unknown flag ") + argv[i]);
   }
   LOOM_CHECK(epochs >= 1 && limit >= 0, "--epochs must be >= 1 and --limit >= 0");
   const loom::Device device(device_name);
@@ -74,8 +82,8 @@ int main(int argc, char** argv) try {
   loom::train::FitOptions fit;
   fit.epochs = epochs;
   fit.callbacks = {std::make_shared<loom::train::LRSchedulerStep>(schedule)};
-  const auto history = loom::train::fit(*model, loom::train::cross_entropy_loss(), optimizer, train_loader,
-                                        &test_loader, fit);
+  const auto history = loom::train::fit(*model, loom::train::cross_entropy_loss(), optimizer,
+                                        train_loader, &test_loader, fit);
   std::printf("Fashion-MNIST test accuracy: %.4f\n", history.epochs.back().at("val_accuracy"));
   return 0;
 } catch (const std::exception& e) {

@@ -11,9 +11,12 @@ int main(int argc, char** argv) try {
   std::string device_name = loom::cuda_is_available() ? "cuda" : "cpu";
   int steps = 500;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) device_name = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
-    else throw loom::Error(std::string("unknown flag ") + argv[i]);
+    if (!std::strcmp(argv[i], "--device"))
+      device_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--steps"))
+      steps = std::stoi(argv[i + 1]);
+    else
+      throw loom::Error(std::string("unknown flag ") + argv[i]);
   }
   const loom::Device device(device_name);
   loom::manual_seed(0);
@@ -23,8 +26,7 @@ int main(int argc, char** argv) try {
   loom::Tensor x = loom::uniform({4096, 2}, -1.0, 1.0, on_device);
   loom::Tensor x0 = x.narrow(1, 0, 1), x1 = x.narrow(1, 1, 1);
   loom::Tensor noise = loom::randn({4096, 1}, on_device) * 0.05;
-  loom::Tensor y = loom::tanh(x0 * 3.0) +
-                   x1 * x1 * 0.5 + noise;
+  loom::Tensor y = loom::tanh(x0 * 3.0) + x1 * x1 * 0.5 + noise;
 
   // Two layers of 64 hidden units, initialised like PyTorch (uniform, 1/sqrt(fan_in)).
   auto param = [&](loom::Shape shape, double bound) {

@@ -32,10 +32,11 @@ std::shared_ptr<loom::nn::Sequential> corpus_model() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / ("loom_model_fuzz_" + std::to_string(getpid()) + ".safetensors")).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                static_cast<std::streamsize>(size));
+  static const std::string path = (std::filesystem::temp_directory_path() /
+                                   ("loom_model_fuzz_" + std::to_string(getpid()) + ".safetensors"))
+                                      .string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   try {
     loom::io::load_model(path);
   } catch (const loom::Error&) {

@@ -52,8 +52,8 @@ std::string gradcheck(const Function& f, const std::vector<Tensor>& inputs,
       const double numeric = (plus - minus) / (2 * options.eps);
       if (std::abs(numeric - analytic[i]) > options.atol + options.rtol * std::abs(numeric) ||
           std::isnan(analytic[i])) {
-        problems << "input " << k << " element " << i << ": analytic " << analytic[i]
-                 << " numeric " << numeric << "; ";
+        problems << "input " << k << " element " << i << ": analytic " << analytic[i] << " numeric "
+                 << numeric << "; ";
         break;
       }
     }

@@ -3,14 +3,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <loom/loom.h>
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::testing {
 
@@ -38,10 +37,10 @@ constexpr std::chrono::milliseconds scaled(std::chrono::duration<Rep, Period> bo
 }
 
 // Skips the current test, saying why, unless a CUDA device is usable.
-#define LOOM_REQUIRE_CUDA()                                                              \
-  do {                                                                                   \
-    if (!::loom::built_with_cuda()) GTEST_SKIP() << "loom was built without CUDA";       \
-    if (!::loom::cuda_is_available()) GTEST_SKIP() << "no CUDA device on this machine";  \
+#define LOOM_REQUIRE_CUDA()                                                             \
+  do {                                                                                  \
+    if (!::loom::built_with_cuda()) GTEST_SKIP() << "loom was built without CUDA";      \
+    if (!::loom::cuda_is_available()) GTEST_SKIP() << "no CUDA device on this machine"; \
   } while (0)
 
 // cuDNN's deterministic algorithms while the guard lives (tests that need bitwise
@@ -71,19 +70,19 @@ struct GradcheckOptions {
 std::string gradcheck(const Function& f, const std::vector<Tensor>& inputs,
                       const GradcheckOptions& options = {});
 
-#define EXPECT_GRADCHECK(f, inputs)                                  \
-  do {                                                               \
+#define EXPECT_GRADCHECK(f, inputs)                                     \
+  do {                                                                  \
     const std::string loom_gc_ = ::loom::testing::gradcheck(f, inputs); \
-    EXPECT_TRUE(loom_gc_.empty()) << loom_gc_;                       \
+    EXPECT_TRUE(loom_gc_.empty()) << loom_gc_;                          \
   } while (0)
 
 // Max |a - b| <= atol + rtol * |b| elementwise, shapes equal; returns "" or the first failure.
 std::string compare(const Tensor& actual, const Tensor& expected, double atol, double rtol);
 
-#define EXPECT_TENSOR_NEAR(actual, expected, atol, rtol)                              \
-  do {                                                                                \
+#define EXPECT_TENSOR_NEAR(actual, expected, atol, rtol)                                  \
+  do {                                                                                    \
     const std::string loom_cmp_ = ::loom::testing::compare(actual, expected, atol, rtol); \
-    EXPECT_TRUE(loom_cmp_.empty()) << loom_cmp_;                                      \
+    EXPECT_TRUE(loom_cmp_.empty()) << loom_cmp_;                                          \
   } while (0)
 
 // A float64 CPU leaf of random normal values that requires grad, seeded for reproducibility.
@@ -95,15 +94,15 @@ Tensor random_away_from(const Shape& shape, uint64_t seed, double lo, double hi,
                         const std::vector<double>& kinks, double margin);
 
 // EXPECT that `statement` throws loom::Error whose message contains `fragment`.
-#define EXPECT_LOOM_ERROR(statement, fragment)                                         \
-  do {                                                                                 \
-    try {                                                                              \
-      statement;                                                                       \
-      ADD_FAILURE() << "expected loom::Error containing \"" << (fragment) << "\"";     \
-    } catch (const ::loom::Error& loom_err_) {                                         \
-      EXPECT_NE(std::string(loom_err_.what()).find(fragment), std::string::npos)       \
-          << "message was: " << loom_err_.what();                                      \
-    }                                                                                  \
+#define EXPECT_LOOM_ERROR(statement, fragment)                                     \
+  do {                                                                             \
+    try {                                                                          \
+      statement;                                                                   \
+      ADD_FAILURE() << "expected loom::Error containing \"" << (fragment) << "\""; \
+    } catch (const ::loom::Error& loom_err_) {                                     \
+      EXPECT_NE(std::string(loom_err_.what()).find(fragment), std::string::npos)   \
+          << "message was: " << loom_err_.what();                                  \
+    }                                                                              \
   } while (0)
 
 }  // namespace loom::testing

@@ -14,10 +14,13 @@ constexpr const char* kBestModelExtra = "best_model";
 }  // namespace
 
 void check_save_args(const TrainArgs& a) {
-  LOOM_CHECK(a.save == "best" || a.save == "last", "--save: expected best or last, got \"", a.save, "\"");
-  LOOM_CHECK(a.early_stopping >= 0, "--early-stopping must be >= 0 (0: off), got ", a.early_stopping);
+  LOOM_CHECK(a.save == "best" || a.save == "last", "--save: expected best or last, got \"", a.save,
+             "\"");
+  LOOM_CHECK(a.early_stopping >= 0, "--early-stopping must be >= 0 (0: off), got ",
+             a.early_stopping);
   LOOM_CHECK(std::isfinite(a.min_delta) && a.min_delta >= 0.0 && a.min_delta <= 1.0,
-             "--min-delta must be a finite number in [0, 1] (an improvement of ", kMonitor, "), got ", a.min_delta);
+             "--min-delta must be a finite number in [0, 1] (an improvement of ", kMonitor,
+             "), got ", a.min_delta);
   LOOM_CHECK(a.min_delta == 0.0 || a.early_stopping > 0, "--min-delta ", a.min_delta,
              " needs --early-stopping PATIENCE (it is the improvement early stopping waits for)");
 }
@@ -33,7 +36,8 @@ void set_best_model(const TrainArgs& a, const std::map<std::string, std::string>
   o.extra[kBestModelExtra] = ec ? a.out : absolute.lexically_normal().string();
   if (resumed_extra == nullptr) return;
   const auto it = resumed_extra->find(kBestModelExtra);
-  if (it != resumed_extra->end() && it->second != o.extra[kBestModelExtra]) o.resumed_best_model_path = it->second;
+  if (it != resumed_extra->end() && it->second != o.extra[kBestModelExtra])
+    o.resumed_best_model_path = it->second;
 }
 
 void check_resume_best(const TrainArgs& a, const io::Checkpoint& checkpoint) {
@@ -51,7 +55,8 @@ void check_resume_best(const TrainArgs& a, const io::Checkpoint& checkpoint) {
 
 std::shared_ptr<train::EarlyStopping> early_stopping(const TrainArgs& a) {
   if (a.early_stopping == 0) return nullptr;
-  return std::make_shared<train::EarlyStopping>(kMonitor, a.early_stopping, a.min_delta, train::Mode::Max);
+  return std::make_shared<train::EarlyStopping>(kMonitor, a.early_stopping, a.min_delta,
+                                                train::Mode::Max);
 }
 
 int64_t saved_epoch_of(const TrainArgs& a, const train::History& history) {
@@ -63,15 +68,17 @@ void save_last(const TrainArgs& a, const nn::Module& model, const io::Preprocess
                const train::History& history) {
   if (a.save != "last") return;
   LOOM_ASSERT(!history.epochs.empty());
-  train::save_epoch_model(a.out, model, prep, {static_cast<int64_t>(history.epochs.size()) - 1, history.epochs.back()});
+  train::save_epoch_model(a.out, model, prep,
+                          {static_cast<int64_t>(history.epochs.size()) - 1, history.epochs.back()});
 }
 
 std::string saved_summary(const TrainArgs& a, const train::History& history) {
   const int64_t epoch = saved_epoch_of(a, history);
   if (epoch < 0) return "";
   char text[128];
-  std::snprintf(text, sizeof text, " (%s epoch %" PRId64 " of %zu, %s %.4f)", a.save.c_str(), epoch + 1,
-                history.epochs.size(), kMonitor, history.epochs[static_cast<size_t>(epoch)].at(kMonitor));
+  std::snprintf(text, sizeof text, " (%s epoch %" PRId64 " of %zu, %s %.4f)", a.save.c_str(),
+                epoch + 1, history.epochs.size(), kMonitor,
+                history.epochs[static_cast<size_t>(epoch)].at(kMonitor));
   return text;
 }
 
@@ -84,7 +91,8 @@ std::string early_stop_line(const TrainArgs& a, int64_t epochs, const train::His
   if (a.min_delta > 0.0) std::snprintf(by, sizeof by, " by more than %g", a.min_delta);
   char text[256];
   std::snprintf(text, sizeof text,
-                "loom-catdog: early stopping after epoch %" PRId64 " of %" PRId64 ": %s has not improved%s on "
+                "loom-catdog: early stopping after epoch %" PRId64 " of %" PRId64
+                ": %s has not improved%s on "
                 "epoch %" PRId64 "'s %.4f for %" PRId64 " epoch%s",
                 stopped_epoch + 1, epochs, kMonitor, by, best + 1,
                 history.epochs[static_cast<size_t>(best)].at(kMonitor), stopped_epoch - best,

@@ -20,7 +20,8 @@ std::vector<ClassMetrics> class_metrics(const std::vector<int64_t>& confusion, s
     // zero_division=0: no prediction of c gives precision 0, no image of c recall 0.
     m.precision = predicted > 0 ? tp / static_cast<double>(predicted) : 0.0;
     m.recall = actual > 0 ? tp / static_cast<double>(actual) : 0.0;
-    m.f1 = m.precision + m.recall > 0.0 ? 2.0 * m.precision * m.recall / (m.precision + m.recall) : 0.0;
+    m.f1 = m.precision + m.recall > 0.0 ? 2.0 * m.precision * m.recall / (m.precision + m.recall)
+                                        : 0.0;
     m.support = actual;
   }
   return out;

@@ -3,14 +3,14 @@
 // loom::Error with one clear message, which main prints.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::catdog {
 
@@ -22,7 +22,7 @@ inline int default_workers() {
 }
 
 struct TrainArgs {
-  std::string data;            // empty: search the default places (data_source.h)
+  std::string data;  // empty: search the default places (data_source.h)
   std::string model = "seed_cnn";
   int64_t epochs = 25;
   int64_t batch_size = 32;
@@ -35,10 +35,10 @@ struct TrainArgs {
   // nearest | bilinear | area (data::Interpolation). The accuracy figures' reference pipeline
   // (PyTorch + torchvision) resizes bilinearly; nearest is Keras' load_img default.
   std::string resize = "bilinear";
-  double weight_decay = 0.0;   // 0: Adam; > 0: AdamW with this decoupled decay
-  std::string init;            // keras | pytorch; empty: keras for seed_cnn/classic_cnn, pytorch for resnet18
-  std::string lr_schedule;     // constant | cosine; empty: cosine for resnet18, else constant
-  std::string device;          // empty: cuda when available, else cpu
+  double weight_decay = 0.0;  // 0: Adam; > 0: AdamW with this decoupled decay
+  std::string init;  // keras | pytorch; empty: keras for seed_cnn/classic_cnn, pytorch for resnet18
+  std::string lr_schedule;  // constant | cosine; empty: cosine for resnet18, else constant
+  std::string device;       // empty: cuda when available, else cpu
   uint64_t seed = 0;
   std::string out = "catdog.safetensors";
   // best: --out holds the epoch of the highest validation accuracy (the earliest of equals),
@@ -47,7 +47,7 @@ struct TrainArgs {
   int64_t early_stopping = 0;  // stop after this many epochs without a better val_accuracy (0: off)
   double min_delta = 0.0;      // ... better by more than this
   std::string resume;          // a checkpoint to continue from
-  std::string tensorboard;     // a folder for TensorBoard event files (made when missing); empty: none
+  std::string tensorboard;  // a folder for TensorBoard event files (made when missing); empty: none
   int workers = default_workers();  // data loader threads (decoding the folders uses every core)
   // On a single CUDA rank: capture each training step into a CUDA graph (train::CapturedStep).
   // auto: on for one CUDA rank, off on the CPU and with several ranks (DDP runs eagerly).
@@ -61,7 +61,7 @@ struct TrainArgs {
   // Feed the images channels-last (train::FitOptions::channels_last): faster convolutions on
   // CUDA for classic_cnn and resnet18, not for seed_cnn.
   bool channels_last = false;
-  std::string checkpoint;      // empty: <out>.ckpt
+  std::string checkpoint;  // empty: <out>.ckpt
   int64_t checkpoint_every_steps = 0;
   std::string metrics;         // empty: <out>.metrics.csv (and .jsonl beside it)
   int64_t limit = 0;           // use only the first N training images (0: all)
@@ -106,8 +106,9 @@ struct EvaluateArgs {
   // uploaded and warped on the device; the same per-pixel maths as the CPU's).
   std::string augment_on = "auto";
   bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
-  bool strict = false;  // as TrainArgs::strict
-  bool json = false;    // one JSON object (accuracy, loss, samples, classes, matrix, per class) instead of text
+  bool strict = false;          // as TrainArgs::strict
+  bool json = false;  // one JSON object (accuracy, loss, samples, classes, matrix, per class)
+                      // instead of text
 };
 
 struct PredictArgs {

@@ -16,7 +16,8 @@ std::vector<std::string> default_data_roots() {
   bases.push_back(LOOM_SOURCE_DIR);
 #endif
   for (const std::string& base : bases) {
-    roots.push_back((fs::path(base) / ".." / "shared" / "data" / "cats_dogs").lexically_normal().string());
+    roots.push_back(
+        (fs::path(base) / ".." / "shared" / "data" / "cats_dogs").lexically_normal().string());
     roots.push_back((fs::path(base) / "data" / "cats_dogs").lexically_normal().string());
   }
   return roots;

@@ -1,10 +1,9 @@
 // `loom-catdog evaluate`: a model file's accuracy, loss and confusion matrix on a folder of
 // class folders (DIR/val, DIR/test_set, or DIR itself), with per-class precision, recall and F1;
 // as text or, with --json, as one JSON object.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "class_metrics.h"
 #include "commands.h"
@@ -21,14 +20,18 @@ namespace {
 // delivers `set` in order, so the rows seen so far locate the image.
 class FiniteOutputs : public nn::Module {
  public:
-  FiniteOutputs(const nn::ModulePtr& model, const vision::ImageSet& set, const std::string& model_path,
-                int64_t outputs)
-      : model_(register_module("model", model)), set_(set), model_path_(model_path), outputs_(outputs) {}
+  FiniteOutputs(const nn::ModulePtr& model, const vision::ImageSet& set,
+                const std::string& model_path, int64_t outputs)
+      : model_(register_module("model", model)),
+        set_(set),
+        model_path_(model_path),
+        outputs_(outputs) {}
   Tensor forward(const Tensor& input) override {
     Tensor outputs = model_->forward(input);
-    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == outputs_, model_path_, ": the model outputs ",
-               shape_str(outputs.shape()), " for a batch of ", input.size(0), ", but its ", set_.classes().size(),
-               " classes need [N, ", outputs_, "]");
+    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == outputs_, model_path_,
+               ": the model outputs ", shape_str(outputs.shape()), " for a batch of ",
+               input.size(0), ", but its ", set_.classes().size(), " classes need [N, ", outputs_,
+               "]");
     check_finite_outputs(outputs, model_path_, [&](int64_t row) { return set_.path(seen_ + row); });
     seen_ += input.size(0);
     return outputs;
@@ -55,10 +58,12 @@ int run_evaluate(const EvaluateArgs& args) {
   const std::string dir = split ? split->val_dir : args.data;
   vision::ImageSet set =
       vision::load_image_set(dir, prep, args.workers, on_bad_input(args.strict), &std::cout);
-  LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders ", class_list(set.classes()),
-             " do not match the classes the model ", args.model, " was trained on ", class_list(prep.class_names));
-  data::DataLoader loader(*set.images,
-                          eval_loader_options(prep, args.batch_size, device, args.workers, on_bad_input(args.strict)));
+  LOOM_CHECK(set.classes() == prep.class_names, dir, ": its class folders ",
+             class_list(set.classes()), " do not match the classes the model ", args.model,
+             " was trained on ", class_list(prep.class_names));
+  data::DataLoader loader(
+      *set.images,
+      eval_loader_options(prep, args.batch_size, device, args.workers, on_bad_input(args.strict)));
   const int64_t outputs = outputs_for_classes(prep.class_names.size());
   FiniteOutputs model(loaded.model, set, args.model, outputs);
   const train::EvalResult r = train::evaluate(model, loss_for_outputs(outputs), loader);
@@ -74,15 +79,18 @@ int run_evaluate(const EvaluateArgs& args) {
     j["accuracy"] = r.accuracy;
     j["loss"] = r.loss;
     j["classes"] = names;
-    nlohmann::ordered_json matrix = nlohmann::ordered_json::array();  // rows true, columns predicted
+    nlohmann::ordered_json matrix =
+        nlohmann::ordered_json::array();  // rows true, columns predicted
     for (size_t i = 0; i < k; ++i) {
       matrix.push_back(std::vector<int64_t>(counts.begin() + i * k, counts.begin() + (i + 1) * k));
     }
     j["confusion_matrix"] = matrix;
     nlohmann::ordered_json classes = nlohmann::ordered_json::object();
     for (size_t c = 0; c < k; ++c) {
-      classes[names[c]] = {{"precision", per_class[c].precision}, {"recall", per_class[c].recall},
-                           {"f1", per_class[c].f1}, {"support", per_class[c].support}};
+      classes[names[c]] = {{"precision", per_class[c].precision},
+                           {"recall", per_class[c].recall},
+                           {"f1", per_class[c].f1},
+                           {"support", per_class[c].support}};
     }
     j["per_class"] = classes;
     std::cout << j.dump(2) << "\n";

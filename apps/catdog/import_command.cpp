@@ -12,12 +12,17 @@
 namespace loom::catdog {
 
 int run_import(const ImportArgs& args) {
-  LOOM_CHECK(args.model == "seed_cnn" || args.model == "classic_cnn", "import --model: expected seed_cnn or "
-             "classic_cnn (whose PyTorch nn.Sequential has loom's tensor names), got \"", args.model, "\"");
-  LOOM_CHECK(args.classes.size() == 2, "import --classes: the zoo's binary head takes two class names "
-             "(label 0, then label 1), got ", args.classes.size());
+  LOOM_CHECK(args.model == "seed_cnn" || args.model == "classic_cnn",
+             "import --model: expected seed_cnn or "
+             "classic_cnn (whose PyTorch nn.Sequential has loom's tensor names), got \"",
+             args.model, "\"");
+  LOOM_CHECK(args.classes.size() == 2,
+             "import --classes: the zoo's binary head takes two class names "
+             "(label 0, then label 1), got ",
+             args.classes.size());
   const std::optional<data::Interpolation> interpolation = io::interpolation_from_name(args.resize);
-  LOOM_CHECK(interpolation.has_value(), "import --resize: expected nearest, bilinear or area, got \"", args.resize, "\"");
+  LOOM_CHECK(interpolation.has_value(),
+             "import --resize: expected nearest, bilinear or area, got \"", args.resize, "\"");
   check_output_path("--out", args.out);  // before reading anything
 
   const io::TensorFile weights = io::load_safetensors(args.weights);
@@ -33,8 +38,9 @@ int run_import(const ImportArgs& args) {
   prep.interpolation = *interpolation;
   prep.class_names = args.classes;
   io::save_model(args.out, *model, prep, {{"loom.imported_from", args.weights}});
-  std::cout << "loom-catdog: imported " << args.weights << " (" << weights.tensors.size() << " tensors, "
-            << model->num_parameters() << " parameters) as " << args.model << " into " << args.out << "\n";
+  std::cout << "loom-catdog: imported " << args.weights << " (" << weights.tensors.size()
+            << " tensors, " << model->num_parameters() << " parameters) as " << args.model
+            << " into " << args.out << "\n";
   return 0;
 }
 

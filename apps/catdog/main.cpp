@@ -1,7 +1,6 @@
 // loom-catdog: train the cat/dog CNN on folders of photographs, evaluate a model file, and tell
 // whether new photographs show a dog or a cat. Only flag parsing lives here (see commands.h).
 #include <CLI/CLI.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,165 +19,276 @@ const CLI::Validator kFinite(
     [](std::string& text) -> std::string {
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return text + " is not a finite number";
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
+        return text + " is not a finite number";
       return "";
     },
     "FINITE", "finite number");
 
 // An output flag given as "" would otherwise mean its default (or fail when writing).
-const CLI::Validator kNonEmpty([](std::string& text) { return text.empty() ? "the path is empty" : ""; },
-                               "PATH", "non-empty path");
+const CLI::Validator kNonEmpty(
+    [](std::string& text) { return text.empty() ? "the path is empty" : ""; }, "PATH",
+    "non-empty path");
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"loom-catdog: the seed's cat/dog classifier (train, evaluate, predict)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return version_text(); },
-                       "loom's version, the git commit and the CUDA, cuDNN and NCCL it was built with");
+  app.set_version_flag(
+      "--version", [] { return version_text(); },
+      "loom's version, the git commit and the CUDA, cuDNN and NCCL it was built with");
 
   TrainArgs t;
   auto* train = app.add_subcommand("train", "train a model on DIR/train and DIR/val");
-  train->add_option("--data", t.data, "folder with train/ and val/ (or training_set/ and test_set/); "
+  train->add_option("--data", t.data,
+                    "folder with train/ and val/ (or training_set/ and test_set/); "
                     "default: $LOOM_DATA_DIR, ../shared/data/cats_dogs, ./data/cats_dogs");
   train->add_option("--model", t.model, "seed_cnn, classic_cnn or resnet18")
-      ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}))->capture_default_str();
-  train->add_option("--epochs", t.epochs)->check(CLI::Range(int64_t{1}, int64_t{10000}))->capture_default_str();
-  train->add_option("--batch-size", t.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}))->capture_default_str();
-  train->add_option("--lr", t.lr, "Adam's learning rate")->check(kFinite)->check(CLI::Range(1e-9, 10.0))->capture_default_str();
-  train->add_option("--image-size", t.image_size)->check(CLI::Range(int64_t{8}, int64_t{1024}))->capture_default_str();
-  train->add_option("--init", t.init, "weight initialisers: keras (Glorot uniform, zero bias) or pytorch "
-                   "(Kaiming uniform); default keras for seed_cnn/classic_cnn, pytorch for resnet18")
+      ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}))
+      ->capture_default_str();
+  train->add_option("--epochs", t.epochs)
+      ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+      ->capture_default_str();
+  train->add_option("--batch-size", t.batch_size)
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}))
+      ->capture_default_str();
+  train->add_option("--lr", t.lr, "Adam's learning rate")
+      ->check(kFinite)
+      ->check(CLI::Range(1e-9, 10.0))
+      ->capture_default_str();
+  train->add_option("--image-size", t.image_size)
+      ->check(CLI::Range(int64_t{8}, int64_t{1024}))
+      ->capture_default_str();
+  train
+      ->add_option(
+          "--init", t.init,
+          "weight initialisers: keras (Glorot uniform, zero bias) or pytorch "
+          "(Kaiming uniform); default keras for seed_cnn/classic_cnn, pytorch for resnet18")
       ->check(CLI::IsMember({"keras", "pytorch"}));
-  train->add_option("--augment", t.augment,
-                    "the seed's shear 0.2, zoom 0.2 and flip as PyTorch's RandomAffine does them "
-                    "(torchvision: one zoom for both axes, zero fill, nearest sampling) or as Keras' "
-                    "ImageDataGenerator does (keras); strong (keras + rotation 15 deg, shifts 0.1) or none")
-      ->check(CLI::IsMember({"keras", "torchvision", "strong", "none"}))->capture_default_str();
-  train->add_option("--resize", t.resize, "how photographs are resized to the input size (PIL's filters): "
-                    "bilinear (antialiased, as torchvision's Resize in the accuracy figures' reference), "
-                    "nearest (exactly Keras' load_img) or area; recorded in the model file")
-      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))->capture_default_str();
-  train->add_option("--weight-decay", t.weight_decay, "0: Adam; W > 0: AdamW with decoupled weight decay W")
-      ->check(kFinite)->check(CLI::Range(0.0, 1e3))->capture_default_str();
-  train->add_option("--lr-schedule", t.lr_schedule, "constant or cosine (per epoch, to 0 at the end); "
-                    "default: cosine for resnet18, constant otherwise")
+  train
+      ->add_option(
+          "--augment", t.augment,
+          "the seed's shear 0.2, zoom 0.2 and flip as PyTorch's RandomAffine does them "
+          "(torchvision: one zoom for both axes, zero fill, nearest sampling) or as Keras' "
+          "ImageDataGenerator does (keras); strong (keras + rotation 15 deg, shifts 0.1) or none")
+      ->check(CLI::IsMember({"keras", "torchvision", "strong", "none"}))
+      ->capture_default_str();
+  train
+      ->add_option(
+          "--resize", t.resize,
+          "how photographs are resized to the input size (PIL's filters): "
+          "bilinear (antialiased, as torchvision's Resize in the accuracy figures' reference), "
+          "nearest (exactly Keras' load_img) or area; recorded in the model file")
+      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))
+      ->capture_default_str();
+  train
+      ->add_option("--weight-decay", t.weight_decay,
+                   "0: Adam; W > 0: AdamW with decoupled weight decay W")
+      ->check(kFinite)
+      ->check(CLI::Range(0.0, 1e3))
+      ->capture_default_str();
+  train
+      ->add_option("--lr-schedule", t.lr_schedule,
+                   "constant or cosine (per epoch, to 0 at the end); "
+                   "default: cosine for resnet18, constant otherwise")
       ->check(CLI::IsMember({"constant", "cosine"}));
   train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
   train->add_option("--seed", t.seed)->capture_default_str();
-  train->add_option("--out", t.out, "the model file (of the best or the last epoch: --save)")->check(kNonEmpty)->capture_default_str();
-  train->add_option("--save", t.save, "which epoch's weights --out holds: best (the highest validation "
-                    "accuracy, the earliest of equals; written whenever it improves) or last")
-      ->check(CLI::IsMember({"best", "last"}))->capture_default_str();
-  train->add_option("--early-stopping", t.early_stopping, "stop after PATIENCE epochs in a row without a "
-                    "better validation accuracy (0: off)")
-      ->check(CLI::Range(int64_t{0}, int64_t{10000}))->capture_default_str();
-  train->add_option("--min-delta", t.min_delta, "with --early-stopping: the validation accuracy must beat "
-                    "the best by more than this to count as better")
-      ->check(kFinite)->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  train->add_option("--out", t.out, "the model file (of the best or the last epoch: --save)")
+      ->check(kNonEmpty)
+      ->capture_default_str();
+  train
+      ->add_option("--save", t.save,
+                   "which epoch's weights --out holds: best (the highest validation "
+                   "accuracy, the earliest of equals; written whenever it improves) or last")
+      ->check(CLI::IsMember({"best", "last"}))
+      ->capture_default_str();
+  train
+      ->add_option("--early-stopping", t.early_stopping,
+                   "stop after PATIENCE epochs in a row without a "
+                   "better validation accuracy (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}))
+      ->capture_default_str();
+  train
+      ->add_option("--min-delta", t.min_delta,
+                   "with --early-stopping: the validation accuracy must beat "
+                   "the best by more than this to count as better")
+      ->check(kFinite)
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   train->add_option("--resume", t.resume, "a checkpoint to continue from");
-  train->add_option("--workers", t.workers, "data loader threads")->check(CLI::Range(0, 256))->capture_default_str();
-  train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)")->check(kNonEmpty);
-  train->add_option("--checkpoint-every-steps", t.checkpoint_every_steps, "also checkpoint every N steps")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  train->add_option("--tensorboard", t.tensorboard, "also write TensorBoard event files into DIR (made when missing)")
+  train->add_option("--workers", t.workers, "data loader threads")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  train->add_option("--checkpoint", t.checkpoint, "checkpoint path (default: <out>.ckpt)")
       ->check(kNonEmpty);
-  train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)")->check(kNonEmpty);
+  train
+      ->add_option("--checkpoint-every-steps", t.checkpoint_every_steps,
+                   "also checkpoint every N steps")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  train
+      ->add_option("--tensorboard", t.tensorboard,
+                   "also write TensorBoard event files into DIR (made when missing)")
+      ->check(kNonEmpty);
+  train->add_option("--metrics", t.metrics, "metrics CSV (default: <out stem>.metrics.csv)")
+      ->check(kNonEmpty);
   train->add_option("--limit", t.limit, "train on N images only (a seeded subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--deterministic", t.deterministic, "deterministic GPU algorithms");
-  train->add_option("--graph", t.graph, "capture each training step into a CUDA graph: auto (one CUDA rank), on, off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
-  train->add_option("--augment-on", t.augment_on, "where augmentation runs: auto (the GPU on CUDA), cpu, gpu")
-      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
-  train->add_option("--pipeline", t.pipeline, "cut the model into N stages (model parallelism): one GPU "
-                    "each when there are N, else all on the run's device, each on its own stream")
+  train
+      ->add_option("--graph", t.graph,
+                   "capture each training step into a CUDA graph: auto (one CUDA rank), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  train
+      ->add_option("--augment-on", t.augment_on,
+                   "where augmentation runs: auto (the GPU on CUDA), cpu, gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
+      ->capture_default_str();
+  train
+      ->add_option("--pipeline", t.pipeline,
+                   "cut the model into N stages (model parallelism): one GPU "
+                   "each when there are N, else all on the run's device, each on its own stream")
       ->check(CLI::Range(0, 64));
   train->add_option("--micro-batches", t.micro_batches, "with --pipeline: micro-batches per batch")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   train->add_option("--pipeline-schedule", t.pipeline_schedule, "with --pipeline: gpipe or 1f1b")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
-  train->add_flag("--conv-benchmark", t.conv_benchmark, "choose cuDNN's convolution algorithms by timing them");
-  train->add_option("--precision", t.precision, "fp32; tf32 (convolutions on TF32 tensor cores); bf16 (mixed "
-                    "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))->capture_default_str();
-  train->add_flag("--channels-last", t.channels_last, "lay the images and the convolution weights out "
-                  "channels-last (NHWC): on CUDA the convolutions, batch norm, pooling and activations then "
-                  "run NHWC (faster for classic_cnn and resnet18)");
-  train->add_flag("--summary", t.summary, "print the model's layers, output shapes and parameter counts "
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
+  train->add_flag("--conv-benchmark", t.conv_benchmark,
+                  "choose cuDNN's convolution algorithms by timing them");
+  train
+      ->add_option(
+          "--precision", t.precision,
+          "fp32; tf32 (convolutions on TF32 tensor cores); bf16 (mixed "
+          "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->capture_default_str();
+  train->add_flag(
+      "--channels-last", t.channels_last,
+      "lay the images and the convolution weights out "
+      "channels-last (NHWC): on CUDA the convolutions, batch norm, pooling and activations then "
+      "run NHWC (faster for classic_cnn and resnet18)");
+  train->add_flag("--summary", t.summary,
+                  "print the model's layers, output shapes and parameter counts "
                   "(as Keras' model.summary()) before training");
-  train->add_flag("--print-losses", t.print_losses, "print every step's loss, over all ranks (syncs each step)");
-  train->add_flag("--strict", t.strict, "any image that does not decode is an error (default: left out, "
+  train->add_flag("--print-losses", t.print_losses,
+                  "print every step's loss, over all ranks (syncs each step)");
+  train->add_flag("--strict", t.strict,
+                  "any image that does not decode is an error (default: left out, "
                   "with a warning naming it)");
   // Unchecked here: run_train names a bad value (--world-size 0) with the flags it conflicts with.
   int gpus = 0, world_size = 0;
-  auto* gpus_flag = train->add_option("--gpus", gpus, "train on N GPUs, one thread per GPU (cuda:0..N-1, NCCL)");
-  auto* world_flag = train->add_option("--world-size", world_size, "train as N ranks (threads of this "
-                                       "process on --device; under mpirun/srun/torchrun: the job's size)");
-  train->add_option("--backend", t.backend, "auto, threads, nccl, mpi or tcp (threads: several ranks may "
-                    "share one GPU; mpi, tcp: processes started by a launcher)")->capture_default_str();
-  train->add_option("--scale-lr", t.scale_lr, "off, or linear: --lr times the world size (the global "
-                    "batch is world size x --batch-size), after a linear warmup")
-      ->check(CLI::IsMember({"off", "linear"}))->capture_default_str();
+  auto* gpus_flag =
+      train->add_option("--gpus", gpus, "train on N GPUs, one thread per GPU (cuda:0..N-1, NCCL)");
+  auto* world_flag =
+      train->add_option("--world-size", world_size,
+                        "train as N ranks (threads of this "
+                        "process on --device; under mpirun/srun/torchrun: the job's size)");
+  train
+      ->add_option("--backend", t.backend,
+                   "auto, threads, nccl, mpi or tcp (threads: several ranks may "
+                   "share one GPU; mpi, tcp: processes started by a launcher)")
+      ->capture_default_str();
+  train
+      ->add_option("--scale-lr", t.scale_lr,
+                   "off, or linear: --lr times the world size (the global "
+                   "batch is world size x --batch-size), after a linear warmup")
+      ->check(CLI::IsMember({"off", "linear"}))
+      ->capture_default_str();
   train->add_option("--warmup-epochs", t.warmup_epochs, "epochs of the --scale-lr linear warmup")
-      ->check(CLI::Range(int64_t{0}, int64_t{10000}))->capture_default_str();
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}))
+      ->capture_default_str();
 
   EvaluateArgs e;
-  auto* evaluate = app.add_subcommand("evaluate", "accuracy, loss, per-class precision, recall and F1, "
+  auto* evaluate = app.add_subcommand("evaluate",
+                                      "accuracy, loss, per-class precision, recall and F1, "
                                       "and the confusion matrix of a model file");
   evaluate->add_option("--model", e.model, "a model file written by train")->required();
-  evaluate->add_option("--data", e.data, "DIR with val/ (or test_set/), or a folder of class folders")->required();
+  evaluate
+      ->add_option("--data", e.data, "DIR with val/ (or test_set/), or a folder of class folders")
+      ->required();
   evaluate->add_option("--device", e.device, "cpu, cuda or cuda:N");
   evaluate->add_option("--batch-size", e.batch_size)->check(CLI::Range(int64_t{1}, int64_t{65536}));
   evaluate->add_option("--workers", e.workers)->check(CLI::Range(0, 256));
-  evaluate->add_flag("--strict", e.strict, "any image that does not decode is an error (default: left out)");
-  evaluate->add_flag("--json", e.json, "print one JSON object: accuracy, loss, samples, classes, the "
+  evaluate->add_flag("--strict", e.strict,
+                     "any image that does not decode is an error (default: left out)");
+  evaluate->add_flag("--json", e.json,
+                     "print one JSON object: accuracy, loss, samples, classes, the "
                      "confusion matrix and per-class precision, recall, F1 and support");
 
   PredictArgs p;
-  auto* predict = app.add_subcommand("predict", "\"dog 0.93\" or \"cat 0.88\" (the most probable class and its "
-                                     "probability) for each image");
+  auto* predict =
+      app.add_subcommand("predict",
+                         "\"dog 0.93\" or \"cat 0.88\" (the most probable class and its "
+                         "probability) for each image");
   predict->add_option("--model", p.model, "a model file written by train")->required();
-  predict->add_option("images", p.images, "JPEG or PNG files, and folders (searched recursively); several "
-                      "images end with a line of counts per class; unreadable files are named on stderr "
-                      "and make the exit status 1")->required();
+  predict
+      ->add_option(
+          "images", p.images,
+          "JPEG or PNG files, and folders (searched recursively); several "
+          "images end with a line of counts per class; unreadable files are named on stderr "
+          "and make the exit status 1")
+      ->required();
   predict->add_option("--device", p.device, "cpu, cuda or cuda:N");
   predict->add_flag("--json", p.json, "print a JSON list");
   // Unchecked here: run_predict names the range, which the model's classes set.
   int64_t top_k = 0;
-  auto* top_k_flag = predict->add_option("--top-k", top_k, "print the N most probable classes of each image "
-                                         "with their probabilities (N from 1 to the model's number of "
-                                         "classes; a two-class model's are p and 1 - p)");
-  predict->add_option("--dump", p.dump, "also save inputs and outputs as safetensors (tools/compare_torch.py)")
+  auto* top_k_flag =
+      predict->add_option("--top-k", top_k,
+                          "print the N most probable classes of each image "
+                          "with their probabilities (N from 1 to the model's number of "
+                          "classes; a two-class model's are p and 1 - p)");
+  predict
+      ->add_option("--dump", p.dump,
+                   "also save inputs and outputs as safetensors (tools/compare_torch.py)")
       ->check(kNonEmpty);
 
   ImportArgs im;
-  auto* import = app.add_subcommand("import", "make a loom model file of a PyTorch state_dict saved with "
+  auto* import = app.add_subcommand("import",
+                                    "make a loom model file of a PyTorch state_dict saved with "
                                     "safetensors (same architecture: seed_cnn or classic_cnn)");
   import->add_option("--model", im.model, "seed_cnn or classic_cnn")->capture_default_str();
-  import->add_option("--weights", im.weights, "safetensors.torch.save_file(model.state_dict(), FILE)")->required();
-  import->add_option("--out", im.out, "the model file to write")->capture_default_str()->check(kNonEmpty);
-  import->add_option("--classes", im.classes, "class names of labels 0 and 1")->delimiter(',')->expected(2);
+  import
+      ->add_option("--weights", im.weights, "safetensors.torch.save_file(model.state_dict(), FILE)")
+      ->required();
+  import->add_option("--out", im.out, "the model file to write")
+      ->capture_default_str()
+      ->check(kNonEmpty);
+  import->add_option("--classes", im.classes, "class names of labels 0 and 1")
+      ->delimiter(',')
+      ->expected(2);
   import->add_option("--resize", im.resize, "how predict and evaluate resize photographs to 64x64")
-      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))->capture_default_str();
-  import->footer("Example:\n  python3 -c \"...; safetensors.torch.save_file(model.state_dict(), 'seed.safetensors')\"\n"
-                 "  loom-catdog import --model seed_cnn --weights seed.safetensors --out seed.loom.safetensors\n"
-                 "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
+      ->check(CLI::IsMember({"nearest", "bilinear", "area"}))
+      ->capture_default_str();
+  import->footer(
+      "Example:\n  python3 -c \"...; safetensors.torch.save_file(model.state_dict(), "
+      "'seed.safetensors')\"\n"
+      "  loom-catdog import --model seed_cnn --weights seed.safetensors --out "
+      "seed.loom.safetensors\n"
+      "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
 
-  train->footer("Examples:\n"
-                "  loom-catdog train                                  # the seed's recipe on ../shared/data/cats_dogs\n"
-                "  loom-catdog train --data DIR --epochs 50 --early-stopping 5 --tensorboard runs/\n"
-                "  loom-catdog train --model resnet18 --gpus 4        # four GPUs, DistributedDataParallel\n"
-                "  loom-catdog train --device cpu --world-size 2      # two ranks on the CPU\n"
-                "  loom-catdog train --pipeline 2 --micro-batches 8   # the model cut into two stages\n"
-                "  loom-catdog train --resume catdog.safetensors.ckpt # continue a stopped run");
-  evaluate->footer("Examples:\n"
-                   "  loom-catdog evaluate --model catdog.safetensors --data ../shared/data/cats_dogs\n"
-                   "  loom-catdog evaluate --model catdog.safetensors --data DIR/val --json > report.json");
-  predict->footer("Examples:\n"
-                  "  loom-catdog predict --model catdog.safetensors photo.jpg       # \"dog 0.93  photo.jpg\"\n"
-                  "  loom-catdog predict --model catdog.safetensors photos/ --json  # every image below photos/\n"
-                  "  loom-catdog predict --model classes.safetensors --top-k 3 a.png");
+  train->footer(
+      "Examples:\n"
+      "  loom-catdog train                                  # the seed's recipe on "
+      "../shared/data/cats_dogs\n"
+      "  loom-catdog train --data DIR --epochs 50 --early-stopping 5 --tensorboard runs/\n"
+      "  loom-catdog train --model resnet18 --gpus 4        # four GPUs, DistributedDataParallel\n"
+      "  loom-catdog train --device cpu --world-size 2      # two ranks on the CPU\n"
+      "  loom-catdog train --pipeline 2 --micro-batches 8   # the model cut into two stages\n"
+      "  loom-catdog train --resume catdog.safetensors.ckpt # continue a stopped run");
+  evaluate->footer(
+      "Examples:\n"
+      "  loom-catdog evaluate --model catdog.safetensors --data ../shared/data/cats_dogs\n"
+      "  loom-catdog evaluate --model catdog.safetensors --data DIR/val --json > report.json");
+  predict->footer(
+      "Examples:\n"
+      "  loom-catdog predict --model catdog.safetensors photo.jpg       # \"dog 0.93  photo.jpg\"\n"
+      "  loom-catdog predict --model catdog.safetensors photos/ --json  # every image below "
+      "photos/\n"
+      "  loom-catdog predict --model classes.safetensors --top-k 3 a.png");
 
   CLI11_PARSE(app, argc, argv);
   if (gpus_flag->count() > 0) t.gpus = gpus;

@@ -49,19 +49,22 @@ void check_output_path(const std::string& flag, const std::string& path) {
   // Not followed: the rename replaces a link itself, never what it points to.
   const fs::file_status target = fs::symlink_status(path, ec);
   LOOM_CHECK(!fs::is_directory(target), flag, " ", path, ": is a folder; give a file name");
-  LOOM_CHECK(!fs::exists(target) || fs::is_regular_file(target) || fs::is_symlink(target), flag, " ", path,
-             ": exists and is not a regular file (writing would replace it)");
+  LOOM_CHECK(!fs::exists(target) || fs::is_regular_file(target) || fs::is_symlink(target), flag,
+             " ", path, ": exists and is not a regular file (writing would replace it)");
   const fs::path p(path);
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
   const fs::file_status folder = fs::status(dir, ec);
-  LOOM_CHECK(fs::status_known(folder), flag, " ", path, ": cannot look up the folder ", dir, ": ", ec.message());
+  LOOM_CHECK(fs::status_known(folder), flag, " ", path, ": cannot look up the folder ", dir, ": ",
+             ec.message());
   LOOM_CHECK(fs::exists(folder), flag, " ", path, ": the folder ", dir, " does not exist");
   LOOM_CHECK(fs::is_directory(folder), flag, " ", path, ": ", dir, " is not a folder");
   // A name at least as long as the writer's temporary file's ("<path>.tmp-<pid>-<n>"), so that
   // a name near the file system's limit fails here too.
-  const std::string probe = path + ".probe-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  const std::string probe =
+      path + ".probe-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  LOOM_CHECK(fd >= 0, flag, " ", path, ": cannot create files in ", dir, ": ", std::strerror(errno));
+  LOOM_CHECK(fd >= 0, flag, " ", path, ": cannot create files in ", dir, ": ",
+             std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -83,15 +86,17 @@ void check_train_outputs(const TrainArgs& a) {
   LOOM_CHECK(!a.out.empty(), "--out: the path is empty");  // before the defaults made from it
   if (!a.tensorboard.empty()) prepare_tensorboard_folder(a.tensorboard);
   const TrainOutputs o = train_outputs(a);
-  const std::pair<const char*, const std::string*> files[] = {{"--out", &o.model},
-                                                              {"--checkpoint", &o.checkpoint},
-                                                              {"--metrics", &o.metrics_csv},
-                                                              {"--metrics (JSON lines)", &o.metrics_jsonl}};
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--out", &o.model},
+      {"--checkpoint", &o.checkpoint},
+      {"--metrics", &o.metrics_csv},
+      {"--metrics (JSON lines)", &o.metrics_jsonl}};
   for (size_t i = 0; i < std::size(files); ++i) {
     check_output_path(files[i].first, *files[i].second);
     for (size_t j = 0; j < i; ++j) {
-      LOOM_CHECK(!same_file(*files[i].second, *files[j].second), files[i].first, " ", *files[i].second,
-                 ": the same file as ", files[j].first, " (one would overwrite the other)");
+      LOOM_CHECK(!same_file(*files[i].second, *files[j].second), files[i].first, " ",
+                 *files[i].second, ": the same file as ", files[j].first,
+                 " (one would overwrite the other)");
     }
   }
 }

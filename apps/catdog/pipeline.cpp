@@ -10,8 +10,10 @@ namespace loom::catdog {
 
 Device parse_device(const std::string& spec) {
   if (spec.empty()) return cuda_is_available() ? cuda_device(0) : kCPU;
-  LOOM_CHECK(spec == "cpu" || spec == "cuda" || spec.rfind("cuda:", 0) == 0, "--device: expected "
-             "cpu, cuda or cuda:N, got \"", spec, "\"");
+  LOOM_CHECK(spec == "cpu" || spec == "cuda" || spec.rfind("cuda:", 0) == 0,
+             "--device: expected "
+             "cpu, cuda or cuda:N, got \"",
+             spec, "\"");
   Device device(spec);
   if (device.is_cuda()) {
     LOOM_CHECK(built_with_cuda(), "--device ", spec, ": this loom-catdog was built without CUDA");
@@ -21,7 +23,9 @@ Device parse_device(const std::string& spec) {
   return device;
 }
 
-data::OnBadInput on_bad_input(bool strict) { return strict ? data::OnBadInput::Throw : data::OnBadInput::Skip; }
+data::OnBadInput on_bad_input(bool strict) {
+  return strict ? data::OnBadInput::Throw : data::OnBadInput::Skip;
+}
 
 namespace {
 
@@ -70,7 +74,8 @@ data::AugmentOptions preprocessing_transform(const io::Preprocessing& p) {
 }
 
 data::DataLoaderOptions eval_loader_options(const io::Preprocessing& p, int64_t batch_size,
-                                            Device device, int workers, data::OnBadInput on_bad_input) {
+                                            Device device, int workers,
+                                            data::OnBadInput on_bad_input) {
   data::DataLoaderOptions o;
   o.on_bad_input = on_bad_input;
   // At most kMaxEvalBatchBytes of float32 images a batch, whatever the model's input size.
@@ -89,7 +94,8 @@ void check_finite_outputs(const Tensor& outputs, const std::string& model_path,
                           const std::function<std::string(int64_t row)>& image_of) {
   const Tensor o = outputs.detach().cpu().to(kFloat64).contiguous();
   const std::vector<double> values = o.to_vector<double>();
-  const size_t row = o.dim() > 0 && o.size(0) > 0 ? values.size() / static_cast<size_t>(o.size(0)) : 1;
+  const size_t row =
+      o.dim() > 0 && o.size(0) > 0 ? values.size() / static_cast<size_t>(o.size(0)) : 1;
   for (size_t i = 0; i < values.size(); ++i) {
     LOOM_CHECK(std::isfinite(values[i]), model_path, ": a non-finite output (", values[i], ") for ",
                image_of(static_cast<int64_t>(i / row)), "; are the model's weights finite?");

@@ -3,17 +3,16 @@
 // once into memory are vision/image_set.h's, shared with loom-scaling).
 #pragma once
 
+#include <loom/loom.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <loom/loom.h>
-
 #include "vision/image_set.h"
 
 namespace loom::catdog {
-
 
 // --strict: any photograph that does not decode is an error (Throw); otherwise it is left out
 // with a warning naming it (Skip).

@@ -43,12 +43,16 @@ std::shared_ptr<nn::Module> trained_module(const std::shared_ptr<nn::Module>& mo
   return std::make_shared<dist::DistributedDataParallel>(model, rank.group);
 }
 
-std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args, const std::shared_ptr<nn::Module>& model,
+std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args,
+                                                       const std::shared_ptr<nn::Module>& model,
                                                        const RankSetup& rank) {
   if (args.pipeline <= 1) return nullptr;
-  LOOM_CHECK(rank.world_size == 1, "--pipeline ", args.pipeline, ": a pipeline over several ranks (data "
-             "parallelism over pipelines) is not supported; this run has ", rank.world_size, " ranks");
-  LOOM_CHECK(args.graph != "on", "--pipeline and --graph on: a pipeline's stages run op by op on their own "
+  LOOM_CHECK(rank.world_size == 1, "--pipeline ", args.pipeline,
+             ": a pipeline over several ranks (data "
+             "parallelism over pipelines) is not supported; this run has ",
+             rank.world_size, " ranks");
+  LOOM_CHECK(args.graph != "on",
+             "--pipeline and --graph on: a pipeline's stages run op by op on their own "
              "streams and are not captured; use --graph auto or off");
   auto sequential = std::dynamic_pointer_cast<nn::Sequential>(model);
   LOOM_ASSERT(sequential != nullptr);  // build_model's models are all Sequential
@@ -59,14 +63,16 @@ std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args, co
   }
   dist::PipelineOptions options;
   options.micro_batches = args.micro_batches;
-  options.schedule = args.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+  options.schedule = args.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB
+                                                      : dist::PipelineSchedule::GPipe;
   auto pipeline = std::make_shared<dist::PipelineParallel>(sequential, devices, options);
   if (rank.rank == 0) {
-    std::cout << "loom-catdog: pipeline of " << args.pipeline << " stages (" << args.pipeline_schedule << ", "
-              << args.micro_batches << " micro-batches):";
+    std::cout << "loom-catdog: pipeline of " << args.pipeline << " stages ("
+              << args.pipeline_schedule << ", " << args.micro_batches << " micro-batches):";
     for (const dist::PipelineStage& s : pipeline->stages()) {
-      std::cout << " layers " << s.first_layer << "-" << s.end_layer - 1 << " on " << s.device.str() << " ("
-                << s.parameters << " parameters)" << (&s == &pipeline->stages().back() ? "\n" : ";");
+      std::cout << " layers " << s.first_layer << "-" << s.end_layer - 1 << " on " << s.device.str()
+                << " (" << s.parameters << " parameters)"
+                << (&s == &pipeline->stages().back() ? "\n" : ";");
     }
   }
   return pipeline;

@@ -27,7 +27,8 @@ std::shared_ptr<nn::Module> trained_module(const std::shared_ptr<nn::Module>& mo
 
 // --pipeline N (N > 1): the model cut into N stages, moved to their devices (before the
 // optimizer is made, so its state lives there too); null otherwise. Refused with several ranks.
-std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args, const std::shared_ptr<nn::Module>& model,
+std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args,
+                                                       const std::shared_ptr<nn::Module>& model,
                                                        const RankSetup& rank);
 
 // "step <global step> loss <hex float>" after each step, from rank 0: the step's loss over all

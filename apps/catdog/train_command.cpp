@@ -1,7 +1,7 @@
 // `loom-catdog train`: the seed's recipe (Adam, binary cross-entropy, Keras augmentation) on
 // folders of photographs (two class folders: the seed's one-logit head; three or more: one logit
-// per class and softmax cross-entropy), with the resize, weight decay and LR schedule as flags, with
-// checkpoints, resume, metrics logs, early stopping and the model file of the best (or last)
+// per class and softmax cross-entropy), with the resize, weight decay and LR schedule as flags,
+// with checkpoints, resume, metrics logs, early stopping and the model file of the best (or last)
 // epoch (best_model.h), on one rank or several (launch_plan.h). When no data was named and none
 // is found, it says what to provide and trains the same library on Fashion-MNIST instead
 // (fashion_fallback.cpp).
@@ -36,16 +36,19 @@ std::string init_of(const TrainArgs& a) {
 
 // The model with `outputs` logits (outputs_for_classes).
 std::shared_ptr<nn::Module> build_model(const TrainArgs& a, int64_t outputs, Generator& gen) {
-  LOOM_CHECK(init_of(a) == "keras" || init_of(a) == "pytorch", "--init: expected keras or pytorch, got \"",
-             a.init, "\"");
+  LOOM_CHECK(init_of(a) == "keras" || init_of(a) == "pytorch",
+             "--init: expected keras or pytorch, got \"", a.init, "\"");
   const nn::Init init = init_of(a) == "keras" ? nn::Init::Keras : nn::Init::PyTorch;
   if (a.model == "seed_cnn" || a.model == "classic_cnn") {
-    LOOM_CHECK(a.image_size == 64, "--image-size ", a.image_size, ": ", a.model, " takes 64x64 inputs "
+    LOOM_CHECK(a.image_size == 64, "--image-size ", a.image_size, ": ", a.model,
+               " takes 64x64 inputs "
                "(its dense layer is sized for them); use --image-size 64 or --model resnet18");
-    return a.model == "seed_cnn" ? std::shared_ptr<nn::Module>(nn::seed_cnn(outputs, init, &gen))
-                                 : std::shared_ptr<nn::Module>(nn::classic_cnn(outputs, init, &gen));
+    return a.model == "seed_cnn"
+               ? std::shared_ptr<nn::Module>(nn::seed_cnn(outputs, init, &gen))
+               : std::shared_ptr<nn::Module>(nn::classic_cnn(outputs, init, &gen));
   }
-  LOOM_CHECK(a.model == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"", a.model, "\"");
+  LOOM_CHECK(a.model == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"",
+             a.model, "\"");
   return nn::resnet18(outputs, init, &gen);
 }
 
@@ -111,11 +114,12 @@ std::vector<std::string> check_resume_recipe(const TrainArgs& args, int world_si
   const io::Checkpoint ckpt = io::read_checkpoint(args.resume);
   for (const auto& [key, value] : recipe(args, world_size)) {
     const auto it = ckpt.state.extra.find(key);
-    const std::string theirs = it != ckpt.state.extra.end() ? it->second : value_before_the_flag(key, args);
+    const std::string theirs =
+        it != ckpt.state.extra.end() ? it->second : value_before_the_flag(key, args);
     // The checkpoint's values are untrusted text: quoted at most 80 characters of.
     const std::string shown = theirs.size() > 80 ? theirs.substr(0, 80) + "..." : theirs;
-    LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key, " = ",
-               theirs.empty() ? "(none)" : shown, ", this run has ", value);
+    LOOM_CHECK(theirs == value, "--resume ", args.resume, ": the checkpoint was made with ", key,
+               " = ", theirs.empty() ? "(none)" : shown, ", this run has ", value);
   }
   // The run decodes at its own --image-size, but a checkpoint whose preprocessing does not fit
   // its own spec is not one loom-catdog wrote.
@@ -128,24 +132,30 @@ std::vector<std::string> check_resume_recipe(const TrainArgs& args, int world_si
 
 // Checks the flags that tests and other callers of run_train may pass unchecked by CLI11.
 void check_train_args(const TrainArgs& a) {
-  LOOM_CHECK(a.augment == "keras" || a.augment == "torchvision" || a.augment == "strong" || a.augment == "none",
-             "--augment: expected keras, torchvision, strong or none, got \"",
-             a.augment, "\"");
-  LOOM_CHECK(io::interpolation_from_name(a.resize).has_value(), "--resize: expected nearest, bilinear "
-             "or area, got \"", a.resize, "\"");
-  LOOM_CHECK(std::isfinite(a.weight_decay) && a.weight_decay >= 0.0, "--weight-decay must be a "
-             "finite number >= 0, got ", a.weight_decay);
+  LOOM_CHECK(a.augment == "keras" || a.augment == "torchvision" || a.augment == "strong" ||
+                 a.augment == "none",
+             "--augment: expected keras, torchvision, strong or none, got \"", a.augment, "\"");
+  LOOM_CHECK(io::interpolation_from_name(a.resize).has_value(),
+             "--resize: expected nearest, bilinear "
+             "or area, got \"",
+             a.resize, "\"");
+  LOOM_CHECK(std::isfinite(a.weight_decay) && a.weight_decay >= 0.0,
+             "--weight-decay must be a "
+             "finite number >= 0, got ",
+             a.weight_decay);
   LOOM_CHECK(a.lr_schedule.empty() || a.lr_schedule == "constant" || a.lr_schedule == "cosine",
              "--lr-schedule: expected constant or cosine, got \"", a.lr_schedule, "\"");
-  LOOM_CHECK(a.scale_lr == "off" || a.scale_lr == "linear", "--scale-lr: expected off or linear, got \"",
-             a.scale_lr, "\"");
-  LOOM_CHECK(a.graph == "auto" || a.graph == "on" || a.graph == "off", "--graph: expected auto, on or off, got \"",
-             a.graph, "\"");
+  LOOM_CHECK(a.scale_lr == "off" || a.scale_lr == "linear",
+             "--scale-lr: expected off or linear, got \"", a.scale_lr, "\"");
+  LOOM_CHECK(a.graph == "auto" || a.graph == "on" || a.graph == "off",
+             "--graph: expected auto, on or off, got \"", a.graph, "\"");
   LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.pipeline >= 0, "--pipeline must be >= 0, got ", a.pipeline);
-  LOOM_CHECK(a.micro_batches >= 1 && a.micro_batches <= a.batch_size, "--micro-batches must be between 1 and "
-             "the batch size (", a.batch_size, "), got ", a.micro_batches);
+  LOOM_CHECK(a.micro_batches >= 1 && a.micro_batches <= a.batch_size,
+             "--micro-batches must be between 1 and "
+             "the batch size (",
+             a.batch_size, "), got ", a.micro_batches);
   LOOM_CHECK(a.pipeline_schedule == "gpipe" || a.pipeline_schedule == "1f1b",
              "--pipeline-schedule: expected gpipe or 1f1b, got \"", a.pipeline_schedule, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
@@ -156,7 +166,8 @@ void check_train_args(const TrainArgs& a) {
 // The seed's generator with Keras' semantics (keras) or as PyTorch users write it
 // (torchvision), the Keras one with rotations of up to 15 degrees and shifts of up to a tenth of
 // the image (strong, for the deeper resnet18), or no augmentation (none).
-data::AugmentOptions training_transform(const std::string& name, uint64_t seed, const io::Preprocessing& prep) {
+data::AugmentOptions training_transform(const std::string& name, uint64_t seed,
+                                        const io::Preprocessing& prep) {
   if (name == "none") return preprocessing_transform(prep);
   if (name == "torchvision") return data::AugmentOptions::torchvision_seed(seed);
   data::AugmentOptions o = data::AugmentOptions::keras_seed(seed);
@@ -175,14 +186,17 @@ bool capture_steps(const TrainArgs& args, const RankSetup& rank) {
   const bool one_rank = rank.world_size == 1;
   const bool capturable = rank.group != nullptr && rank.group->captures_collectives();
   const bool possible = rank.device.is_cuda() && (one_rank || capturable);
-  LOOM_CHECK(possible || args.graph == "auto", "--graph on: CUDA graphs need a CUDA device, and NCCL when there are "
-             "several ranks (this run: ", rank.world_size, " rank", one_rank ? "" : "s", " on ", rank.device.str(),
+  LOOM_CHECK(possible || args.graph == "auto",
+             "--graph on: CUDA graphs need a CUDA device, and NCCL when there are "
+             "several ranks (this run: ",
+             rank.world_size, " rank", one_rank ? "" : "s", " on ", rank.device.str(),
              one_rank ? "" : ::loom::detail::concat(" over ", rank.group->backend()), ")");
   return possible && (one_rank || args.graph == "on");
 }
 
 bool augment_on_gpu(const TrainArgs& args, Device device) {
-  LOOM_CHECK(args.augment_on != "gpu" || device.is_cuda(), "--augment-on gpu: the run is on ", device.str());
+  LOOM_CHECK(args.augment_on != "gpu" || device.is_cuda(), "--augment-on gpu: the run is on ",
+             device.str());
   return args.augment_on == "gpu" || (args.augment_on == "auto" && device.is_cuda());
 }
 
@@ -199,7 +213,8 @@ std::string chart_command(const std::string& metrics_csv) {
   std::error_code ec;
   std::vector<fs::path> candidates{fs::path(LOOM_SOURCE_DIR) / "tools" / "plot_metrics.py"};
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "loom" / "plot_metrics.py");
+  if (!ec)
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "loom" / "plot_metrics.py");
   std::string script = "tools/plot_metrics.py";
   for (const fs::path& candidate : candidates) {
     if (fs::is_regular_file(candidate, ec)) {
@@ -207,7 +222,9 @@ std::string chart_command(const std::string& metrics_csv) {
       break;
     }
   }
-  const auto quoted = [](const std::string& s) { return s.find(' ') == std::string::npos ? s : "'" + s + "'"; };
+  const auto quoted = [](const std::string& s) {
+    return s.find(' ') == std::string::npos ? s : "'" + s + "'";
+  };
   const fs::path csv = fs::absolute(metrics_csv, ec);
   return "python3 " + quoted(script) + " " + quoted(ec ? metrics_csv : csv.string());
 }
@@ -246,17 +263,19 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   train_options.augment_on_device = augment_on_gpu(args, rank.device);
   train_options.augment = training_transform(args.augment, args.seed, data.prep);
   train_options.on_bad_input = on_bad_input(args.strict);
-  data::DataLoader train_loader(*data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
-  const data::DataLoaderOptions val_options =
-      eval_loader_options(data.prep, kValidationBatch, rank.device, args.workers, on_bad_input(args.strict));
-  data::DataLoader val_loader(*data.val, data::eval_shard_options(val_options, data.val->size(), rank.shard()));
+  data::DataLoader train_loader(
+      *data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
+  const data::DataLoaderOptions val_options = eval_loader_options(
+      data.prep, kValidationBatch, rank.device, args.workers, on_bad_input(args.strict));
+  data::DataLoader val_loader(
+      *data.val, data::eval_shard_options(val_options, data.val->size(), rank.shard()));
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
   if (args.channels_last) model->to(MemoryFormat::ChannelsLast);  // the weights NHWC as well
   const std::shared_ptr<dist::PipelineParallel> pipeline = pipeline_model(args, model, rank);
-  LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size, (shard + args.batch_size - 1) / args.batch_size,
-                           model->parameters());
+  LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size,
+                           (shard + args.batch_size - 1) / args.batch_size, model->parameters());
   optim::Optimizer& optimizer = *lr.optimizer;
   train::FitOptions fit;
   fit.epochs = args.epochs;
@@ -280,7 +299,8 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   ckpt_options.path = outputs.checkpoint;
   ckpt_options.every_steps = args.checkpoint_every_steps;
   ckpt_options.preprocessing = data.prep;
-  ckpt_options.extra = recipe(args, rank.world_size);  // so that --resume can refuse a mismatched run
+  ckpt_options.extra =
+      recipe(args, rank.world_size);  // so that --resume can refuse a mismatched run
   set_best_model(args, fit.resume ? &fit.resume->extra : nullptr, ckpt_options);
   fit.callbacks.push_back(std::make_shared<train::CsvLogger>(outputs.metrics_csv));
   if (!args.tensorboard.empty()) {
@@ -297,7 +317,8 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
 
   RankRun run;
-  run.history = train::fit(*trained, loss_for_outputs(logits), optimizer, train_loader, &val_loader, fit);
+  run.history =
+      train::fit(*trained, loss_for_outputs(logits), optimizer, train_loader, &val_loader, fit);
   if (rank.rank == 0) save_last(args, *model, data.prep, run.history);
   if (stopper) run.stopped_epoch = stopper->stopped_epoch();
   return run;
@@ -336,7 +357,8 @@ int run_train(const TrainArgs& args) {
   std::optional<vision::DataSplit> split;
   if (!args.data.empty()) {
     split = vision::split_of(args.data);
-    LOOM_CHECK(split.has_value(), "--data ", args.data, ": not a usable data folder; ", layout_help());
+    LOOM_CHECK(split.has_value(), "--data ", args.data, ": not a usable data folder; ",
+               layout_help());
   } else {
     split = find_default_data();
     if (!split) {
@@ -348,22 +370,28 @@ int run_train(const TrainArgs& args) {
     }
   }
   std::vector<std::string> resumed_classes;
-  if (!args.resume.empty()) resumed_classes = check_resume_recipe(args, plan.world_size, plan.prints());
+  if (!args.resume.empty())
+    resumed_classes = check_resume_recipe(args, plan.world_size, plan.prints());
   if (args.deterministic) set_deterministic(true);
   if (args.conv_benchmark) set_conv_benchmark(true);
   train::use_precision(*train::precision_from_name(args.precision));
-  LOOM_CHECK(args.precision != "bf16" || args.pipeline <= 1, "--precision bf16 does not apply to --pipeline yet "
+  LOOM_CHECK(args.precision != "bf16" || args.pipeline <= 1,
+             "--precision bf16 does not apply to --pipeline yet "
              "(its stages hand over float32); use tf32 or fp32");
   if (plan.prints()) {
     std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
               << plan.device.str() << ", augment " << args.augment << " on the "
               << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
-              << ", weight decay " << shortest(args.weight_decay) << ", lr schedule " << lr_schedule_of(args)
-              << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
-              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" && args.pipeline <= 1
+              << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
+              << lr_schedule_of(args) << ranks_summary(plan, args.batch_size)
+              << lr_scaling_summary(args, plan.world_size)
+              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" &&
+                          args.pipeline <= 1
                       ? ", steps in a CUDA graph"
                       : "")
-              << (plan.device.is_cuda() && args.precision != "tf32" ? ", precision " + args.precision : "")
+              << (plan.device.is_cuda() && args.precision != "tf32"
+                      ? ", precision " + args.precision
+                      : "")
               << (args.channels_last ? ", channels-last" : "") << "\n";
   }
 
@@ -376,19 +404,20 @@ int run_train(const TrainArgs& args) {
   data.prep.interpolation = *io::interpolation_from_name(args.resize);
   const auto decode_start = std::chrono::steady_clock::now();
   std::ostream* progress = plan.prints() ? &std::cout : nullptr;
-  vision::ImageSet train_set = vision::load_image_set(split->train_dir, data.prep, decode_threads(args),
-                                                      on_bad_input(args.strict), progress);
+  vision::ImageSet train_set = vision::load_image_set(
+      split->train_dir, data.prep, decode_threads(args), on_bad_input(args.strict), progress);
   vision::ImageSet val_set = vision::load_image_set(split->val_dir, data.prep, decode_threads(args),
                                                     on_bad_input(args.strict), progress);
   LOOM_CHECK(train_set.classes() == val_set.classes(), split->train_dir, " and ", split->val_dir,
              " hold different class folders: ", class_list(train_set.classes()), " and ",
              class_list(val_set.classes()), "; each class needs a folder in both");
-  LOOM_CHECK(train_set.classes().size() >= 2, split->train_dir, ": training needs at least 2 class folders, found ",
-             class_list(train_set.classes()));
+  LOOM_CHECK(train_set.classes().size() >= 2, split->train_dir,
+             ": training needs at least 2 class folders, found ", class_list(train_set.classes()));
   // The model's head has one output per class (one for two): another class set cannot resume.
-  LOOM_CHECK(args.resume.empty() || resumed_classes == train_set.classes(), "--resume ", args.resume,
-             ": the checkpoint was trained on the classes ", class_list(resumed_classes), ", ", split->train_dir,
-             " holds ", class_list(train_set.classes()));
+  LOOM_CHECK(args.resume.empty() || resumed_classes == train_set.classes(), "--resume ",
+             args.resume, ": the checkpoint was trained on the classes ",
+             class_list(resumed_classes), ", ", split->train_dir, " holds ",
+             class_list(train_set.classes()));
   std::unique_ptr<Subset> subset;
   data.train = train_set.images.get();
   data.val = val_set.images.get();
@@ -401,9 +430,11 @@ int run_train(const TrainArgs& args) {
     std::cout << "loom-catdog: " << data.train->size() << " training and " << data.val->size()
               << " validation images, classes";
     for (const auto& c : train_set.classes()) std::cout << " " << c;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     char took[64];
-    std::snprintf(took, sizeof took, " (decoded in %.2f s on %d threads)", seconds, decode_threads(args));
+    std::snprintf(took, sizeof took, " (decoded in %.2f s on %d threads)", seconds,
+                  decode_threads(args));
     std::cout << took << "\n";
   }
 
@@ -425,8 +456,8 @@ int run_train(const TrainArgs& args) {
     std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
                 history.epochs.back().at("val_loss"));
   }
-  std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history) << ", metrics in "
-            << metrics_csv << " (chart: " << chart_command(metrics_csv) << ")\n";
+  std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history)
+            << ", metrics in " << metrics_csv << " (chart: " << chart_command(metrics_csv) << ")\n";
   return 0;
 }
 

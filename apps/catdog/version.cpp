@@ -2,9 +2,9 @@
 // from apps/catdog/CMakeLists.txt, the CUDA libraries from libloom (build_info.h).
 #include "version.h"
 
-#include <string>
-
 #include <loom/tensor/build_info.h>
+
+#include <string>
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"

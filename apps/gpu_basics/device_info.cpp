@@ -2,12 +2,11 @@
 // the GPU half is in cuda/device_info.cpp.
 #include "device_info.h"
 
+#include <loom/ops/dispatch.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <thread>
-
-#include <loom/ops/dispatch.h>
 
 #include "cuda/launchers.h"
 

@@ -4,9 +4,9 @@
 // on the GPU the _rn intrinsics forbid fused multiply-adds, so CPU and GPU counts agree exactly.
 #pragma once
 
-#include <cstdint>
-
 #include <loom/tensor/host_device.h>
+
+#include <cstdint>
 
 namespace loom::gpu_basics {
 

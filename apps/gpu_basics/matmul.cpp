@@ -2,11 +2,11 @@
 // dispatch.
 #include "matmul.h"
 
-#include <Eigen/Core>
-#include <algorithm>
-
 #include <loom/ops/dispatch.h>
 #include <loom/tensor/parallel.h>
+
+#include <Eigen/Core>
+#include <algorithm>
 
 #include "cuda/launchers.h"
 

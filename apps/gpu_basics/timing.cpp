@@ -1,10 +1,10 @@
 // Median timing on the CPU and the dispatch to CUDA events for GPU work.
 #include "timing.h"
 
+#include <loom/ops/dispatch.h>
+
 #include <algorithm>
 #include <chrono>
-
-#include <loom/ops/dispatch.h>
 
 #include "cuda/launchers.h"
 

@@ -1,10 +1,10 @@
 // vector_add, saxpy and copy_vector: argument checks, then the CPU loop or the CUDA launcher.
 #include "vector_ops.h"
 
-#include <cstring>
-
 #include <loom/ops/dispatch.h>
 #include <loom/tensor/parallel.h>
+
+#include <cstring>
 
 #include "cuda/launchers.h"
 

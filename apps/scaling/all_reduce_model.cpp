@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "text_helpers.h"
 #include <optional>
 #include <set>
 #include <sstream>
+
+#include "text_helpers.h"
 
 namespace loom::scaling {
 

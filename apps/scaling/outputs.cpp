@@ -3,7 +3,6 @@
 #include "outputs.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 namespace loom::scaling {
@@ -16,7 +15,8 @@ std::vector<std::pair<double, double>> compare_points(const std::string& text) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     for (const auto& row : j.at("rows")) {
-      if (row.at("ran").get<bool>()) points.emplace_back(row.at("world_size").get<double>(), row.at("speedup").get<double>());
+      if (row.at("ran").get<bool>())
+        points.emplace_back(row.at("world_size").get<double>(), row.at("speedup").get<double>());
     }
   } catch (const std::exception& e) {
     LOOM_FAIL("--compare: not a report.json of bench/scaling_torch.py or loom-scaling: ", e.what());
@@ -29,16 +29,20 @@ std::vector<std::pair<double, double>> compare_points(const std::string& text) {
 ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& compare_json) {
   const Config& c = report.config;
   ChartSpec spec;
-  spec.title = detail::concat(c.model, ", ", c.strong ? "strong scaling"
-                              : detail::concat("batch ", c.batch_per_rank, c.placement == Placement::Gpus ? " per GPU" : " per rank"),
-                              ", ", c.precision, ": speedup against GPU count");
+  spec.title = detail::concat(
+      c.model, ", ",
+      c.strong ? "strong scaling"
+               : detail::concat("batch ", c.batch_per_rank,
+                                c.placement == Placement::Gpus ? " per GPU" : " per rank"),
+      ", ", c.precision, ": speedup against GPU count");
   spec.x_label = c.placement == Placement::Gpus ? "GPUs" : "ranks";
   spec.y_label = "speedup over the plain model on one device";
 
   ChartSeries loom_points;
   loom_points.label = c.placement == Placement::Gpus ? "loom DDP"
-                      : c.placement == Placement::OneGpu ? "loom DDP, ranks sharing ONE GPU (not a speedup)"
-                                                         : "loom DDP, CPU thread ranks";
+                      : c.placement == Placement::OneGpu
+                          ? "loom DDP, ranks sharing ONE GPU (not a speedup)"
+                          : "loom DDP, CPU thread ranks";
   loom_points.r = 31, loom_points.g = 119, loom_points.b = 180;
   for (const Row& r : report.rows) {
     if (r.ran) loom_points.points.emplace_back(r.world_size, r.speedup);
@@ -46,10 +50,12 @@ ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& 
   ChartSeries pipeline_points;  // x = stages (GPUs with one stage per GPU)
   if (!report.pipeline_rows.empty()) {
     const PipelineRow& first = report.pipeline_rows.front();
-    pipeline_points.label = detail::concat("loom pipeline (", first.schedule, ", ",
-                                           c.micro_batches ? std::to_string(*c.micro_batches) : "2 x stages",
-                                           " micro-batches)", c.placement == Placement::Gpus ? ""
-                                           : c.placement == Placement::OneGpu ? ", stages sharing ONE GPU" : ", CPU");
+    pipeline_points.label = detail::concat(
+        "loom pipeline (", first.schedule, ", ",
+        c.micro_batches ? std::to_string(*c.micro_batches) : "2 x stages", " micro-batches)",
+        c.placement == Placement::Gpus     ? ""
+        : c.placement == Placement::OneGpu ? ", stages sharing ONE GPU"
+                                           : ", CPU");
   }
   pipeline_points.r = 44, pipeline_points.g = 160, pipeline_points.b = 44;
   for (const PipelineRow& p : report.pipeline_rows) {
@@ -85,7 +91,8 @@ ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& 
   return spec;
 }
 
-std::vector<uint8_t> speedup_chart_png(const Report& report, const std::optional<std::string>& compare_json) {
+std::vector<uint8_t> speedup_chart_png(const Report& report,
+                                       const std::optional<std::string>& compare_json) {
   return chart_png(speedup_chart(report, compare_json));
 }
 

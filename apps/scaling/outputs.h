@@ -17,6 +17,7 @@ namespace loom::scaling {
 // compare_json: a report.json of bench/scaling_torch.py (the same schema); a malformed one is
 // a loom::Error naming what is missing.
 ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& compare_json);
-std::vector<uint8_t> speedup_chart_png(const Report& report, const std::optional<std::string>& compare_json);
+std::vector<uint8_t> speedup_chart_png(const Report& report,
+                                       const std::optional<std::string>& compare_json);
 
 }  // namespace loom::scaling

@@ -3,6 +3,7 @@
 #include "process_launch.h"
 
 #include <arpa/inet.h>
+#include <loom/loom.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,8 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-
-#include <loom/loom.h>
 
 extern char** environ;
 
@@ -42,8 +41,15 @@ int free_port() {
 // This process's environment without any launcher's variables (read_launch_environment reads
 // Open MPI's and Slurm's before RANK's), then rank r's.
 std::vector<std::string> rank_environment(int rank, int world, int port) {
-  static const char* const kDropped[] = {"OMPI_", "PMIX_", "SLURM_", "RANK=", "WORLD_SIZE=", "LOCAL_RANK=",
-                                         "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="};
+  static const char* const kDropped[] = {"OMPI_",
+                                         "PMIX_",
+                                         "SLURM_",
+                                         "RANK=",
+                                         "WORLD_SIZE=",
+                                         "LOCAL_RANK=",
+                                         "LOCAL_WORLD_SIZE=",
+                                         "MASTER_ADDR=",
+                                         "MASTER_PORT="};
   std::vector<std::string> env;
   bool has_omp = false;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -57,13 +63,16 @@ std::vector<std::string> rank_environment(int rank, int world, int port) {
   }
   // The processes share the cores, as dist::spawn's thread ranks do.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (!has_omp) env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1u, cores / static_cast<unsigned>(world))));
-  for (const auto& [name, value] : {std::pair<const char*, std::string>{"RANK", std::to_string(rank)},
-                                    {"WORLD_SIZE", std::to_string(world)},
-                                    {"LOCAL_RANK", std::to_string(rank)},
-                                    {"LOCAL_WORLD_SIZE", std::to_string(world)},
-                                    {"MASTER_ADDR", "127.0.0.1"},
-                                    {"MASTER_PORT", std::to_string(port)}}) {
+  if (!has_omp)
+    env.push_back("OMP_NUM_THREADS=" +
+                  std::to_string(std::max(1u, cores / static_cast<unsigned>(world))));
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::string>{"RANK", std::to_string(rank)},
+        {"WORLD_SIZE", std::to_string(world)},
+        {"LOCAL_RANK", std::to_string(rank)},
+        {"LOCAL_WORLD_SIZE", std::to_string(world)},
+        {"MASTER_ADDR", "127.0.0.1"},
+        {"MASTER_PORT", std::to_string(port)}}) {
     env.push_back(std::string(name) + "=" + value);
   }
   return env;
@@ -78,7 +87,9 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 std::string how_it_ended(int status) {
   if (WIFEXITED(status)) return detail::concat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return detail::concat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  if (WIFSIGNALED(status))
+    return detail::concat("was killed by signal ", WTERMSIG(status), " (",
+                          strsignal(WTERMSIG(status)), ")");
   return "ended abnormally";
 }
 
@@ -107,7 +118,8 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
     const int err = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
     if (err != 0) {
       kill_all();
-      LOOM_FAIL("loom-scaling: could not start rank ", r, " as ", command[0], ": ", std::strerror(err));
+      LOOM_FAIL("loom-scaling: could not start rank ", r, " as ", command[0], ": ",
+                std::strerror(err));
     }
     pids[static_cast<size_t>(r)] = pid;
   }
@@ -129,11 +141,13 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
     }
     if (running > 0 && std::chrono::steady_clock::now() > deadline) {
       kill_all();
-      LOOM_FAIL("loom-scaling: the ", world, " rank processes did not finish within ", timeout_s, " s; stopped them");
+      LOOM_FAIL("loom-scaling: the ", world, " rank processes did not finish within ", timeout_s,
+                " s; stopped them");
     }
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  LOOM_CHECK(std::filesystem::exists(result_path), "loom-scaling: rank 0 finished but wrote no result to ", result_path);
+  LOOM_CHECK(std::filesystem::exists(result_path),
+             "loom-scaling: rank 0 finished but wrote no result to ", result_path);
   std::string text = io::read_file(result_path);
   std::remove(result_path.c_str());
   return text;

@@ -3,7 +3,6 @@
 #include "rank_run.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "scaling.h"
@@ -20,7 +19,8 @@ namespace {
 double isolated_comm_ms(dist::ProcessGroup& group, const std::vector<dist::BucketInfo>& buckets) {
   constexpr int kWarmup = 5, kReps = 20;
   std::vector<Tensor> flats;
-  for (const auto& b : buckets) flats.push_back(rand({b.numel}, TensorOptions(b.dtype).device(group.device())));
+  for (const auto& b : buckets)
+    flats.push_back(rand({b.numel}, TensorOptions(b.dtype).device(group.device())));
   const Device device = group.device();
   StepClock clock(device, kWarmup + kReps);
   for (int i = 0; i < kWarmup + kReps; ++i) {
@@ -65,7 +65,8 @@ int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model) {
   const Tensor all = zeros({group.size()}, TensorOptions(kInt64).device(group.device()));
   group.all_gather(all, in)->wait();
   const std::vector<int64_t> hashes = all.to_vector<int64_t>();
-  return static_cast<int>(std::count_if(hashes.begin(), hashes.end(), [&](int64_t h) { return h != hashes[0]; }));
+  return static_cast<int>(
+      std::count_if(hashes.begin(), hashes.end(), [&](int64_t h) { return h != hashes[0]; }));
 }
 
 ImageSource load_images(const std::string& data, int threads) {
@@ -120,7 +121,8 @@ RankResult run_rank(const Config& c, const ImageSource& source, int64_t batch, D
   return finish(t, group);
 }
 
-RankResult run_pipeline(const Config& c, const ImageSource& source, int64_t batch, const PipelineSpec& spec) {
+RankResult run_pipeline(const Config& c, const ImageSource& source, int64_t batch,
+                        const PipelineSpec& spec) {
   LOOM_ASSERT(!spec.devices.empty());
   Trainee t(c, source, batch, spec.devices.front(), nullptr, &spec);
   t.warm_up(c.warmup, 0.0, c.steps);
@@ -128,8 +130,9 @@ RankResult run_pipeline(const Config& c, const ImageSource& source, int64_t batc
   return finish(t, nullptr);
 }
 
-std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const ImageSource& source, int64_t batch,
-                                                        Device device, const dist::GroupPtr& group) {
+std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const ImageSource& source,
+                                                        int64_t batch, Device device,
+                                                        const dist::GroupPtr& group) {
   Trainee plain(c, source, batch, device, nullptr), ddp(c, source, batch, device, group);
   plain.warm_up(c.warmup, c.warmup_seconds, c.steps);
   ddp.warm_up(c.warmup, 0.0, c.steps);  // every rank the same count: its steps are collectives
@@ -145,8 +148,10 @@ std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& c, const I
 }
 
 nlohmann::json ddp_step_json(const dist::DdpStepStats& s) {
-  return {{"buckets", s.buckets}, {"launched_during_backward", s.launched_during_backward},
-          {"launched_at_end", s.launched_at_end}, {"held_back", s.held_back}};
+  return {{"buckets", s.buckets},
+          {"launched_during_backward", s.launched_during_backward},
+          {"launched_at_end", s.launched_at_end},
+          {"held_back", s.held_back}};
 }
 
 dist::DdpStepStats ddp_step_from_json(const nlohmann::json& j) {
@@ -173,7 +178,9 @@ std::string rank_result_json(const RankResult& r) {
   j["ddp_step"] = r.ddp_step ? ddp_step_json(*r.ddp_step) : nlohmann::json(nullptr);
   j["buckets"] = nlohmann::json::array();
   for (const auto& b : r.buckets) {
-    j["buckets"].push_back({{"numel", b.numel}, {"dtype", dtype_name(b.dtype)}, {"offset", b.offset},
+    j["buckets"].push_back({{"numel", b.numel},
+                            {"dtype", dtype_name(b.dtype)},
+                            {"offset", b.offset},
                             {"parameters", b.parameters}});
   }
   return j.dump() + "\n";
@@ -205,7 +212,8 @@ RankResult rank_result_from_json(const std::string& text, const std::string& sou
     LOOM_CHECK(!r.step_ms.empty(), "no step times");
     return r;
   } catch (const std::exception& e) {
-    LOOM_FAIL("loom-scaling: the rank result ", source, " is not what a rank process writes: ", e.what());
+    LOOM_FAIL("loom-scaling: the rank result ", source,
+              " is not what a rank process writes: ", e.what());
   }
 }
 

@@ -4,14 +4,14 @@
 // of the model cut into pipeline stages (one process, no group).
 #pragma once
 
+#include <loom/loom.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <loom/loom.h>
-#include <nlohmann/json.hpp>
 
 #include "vision/image_set.h"
 
@@ -22,7 +22,7 @@ struct Config;
 // The training images when they come from a folder: decoded once per process and read by every
 // rank's loader (a const dataset is safe to share between threads).
 struct ImageSource {
-  std::string train_dir;               // empty: synthetic images
+  std::string train_dir;                // empty: synthetic images
   std::optional<vision::ImageSet> set;  // decoded once, 64x64
 };
 // Reads `data` ("synthetic" or a folder with train/ and val/, or class folders); throws naming
@@ -37,11 +37,12 @@ struct RankResult {
   int differing_ranks = 0;              // ranks whose parameter hash is not rank 0's
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;
-  int warmup_steps = 0;                 // the untimed steps it ran first
-  std::string step_mode = "eager";      // "graph": every step through train::CapturedStep
-  int timed_eager_steps = 0;            // graph mode: timed steps that ran eagerly instead (0 expected)
-  std::vector<double> rank_median_ms;   // every rank's median step, by rank (DDP only)
-  std::optional<dist::DdpStepStats> ddp_step;  // the last timed backward's bucket launches (eager DDP)
+  int warmup_steps = 0;             // the untimed steps it ran first
+  std::string step_mode = "eager";  // "graph": every step through train::CapturedStep
+  int timed_eager_steps = 0;        // graph mode: timed steps that ran eagerly instead (0 expected)
+  std::vector<double> rank_median_ms;  // every rank's median step, by rank (DDP only)
+  std::optional<dist::DdpStepStats>
+      ddp_step;  // the last timed backward's bucket launches (eager DDP)
   // A pipeline's (run_pipeline; never from a rank process, so not in rank_result_json): its
   // stages, and one extra step's timing with every stage op timed.
   std::vector<dist::PipelineStage> stages;
@@ -76,7 +77,8 @@ RankResult run_rank(const Config& config, const ImageSource& images, int64_t bat
 // config.warmup steps and timed as run_rank times a rank: CUDA events on the first device's
 // compute stream, which the end of every step waits for on every stage (the host clock on the
 // CPU); then one more step with every stage op timed, for the bubble.
-RankResult run_pipeline(const Config& config, const ImageSource& images, int64_t batch, const PipelineSpec& spec);
+RankResult run_pipeline(const Config& config, const ImageSource& images, int64_t batch,
+                        const PipelineSpec& spec);
 
 // How many ranks' parameters (an FNV-1a hash of their bytes) differ from rank 0's; every rank
 // gets the count.
@@ -85,8 +87,9 @@ int count_differing_ranks(dist::ProcessGroup& group, nn::Module& model);
 // The plain model and the DDP one on the same rank, timed in alternating blocks (plain, DDP,
 // plain, ...) so that whatever the machine does meanwhile (clocks, other tenants) falls on both
 // alike: how the one-rank row is measured against its baseline.
-std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& config, const ImageSource& images,
-                                                        int64_t batch, Device device, const dist::GroupPtr& group);
+std::pair<RankResult, RankResult> run_rank_beside_plain(const Config& config,
+                                                        const ImageSource& images, int64_t batch,
+                                                        Device device, const dist::GroupPtr& group);
 
 // DDP's bucket launches of a backward as report.json and the rank processes write them:
 // {"buckets", "launched_during_backward", "launched_at_end", "held_back"}.

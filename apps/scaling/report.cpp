@@ -2,9 +2,8 @@
 // the pipeline rows in a block of their own, and the same figures as JSON (schema in
 // apps/scaling/README.md) and CSV.
 #include <cstdio>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "rank_run.h"
 #include "row_figures.h"
@@ -44,7 +43,8 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 // "NVIDIA H200, 580.65" per GPU.
 std::string gpu_lines() {
-  return command_output("nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null");
+  return command_output(
+      "nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>/dev/null");
 }
 
 std::string fixed(const std::optional<double>& v, int digits) {
@@ -70,32 +70,50 @@ std::string row_text(const Row& r, bool plain) {
     return line;
   }
   std::snprintf(line, sizeof(line),
-                "%6s  %7lld  %9.3f  %8s  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %8s  %8s  %6s  %8.3f  %6d  %8s  %-5s  "
+                "%6s  %7lld  %9.3f  %8s  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %8s  %8s  %6s  "
+                "%8.3f  %6d  %8s  %-5s  "
                 "%-10s  %s\n",
-                plain ? "plain" : std::to_string(r.world_size).c_str(), static_cast<long long>(r.global_batch),
-                r.median_ms, fixed(slowest_ms(r), 3).c_str(), r.p10_ms, r.p90_ms, r.images_per_s, r.speedup,
-                100.0 * r.efficiency, fixed(r.comm_ms, 3).c_str(), fixed(r.exposed_comm_ms, 3).c_str(),
-                fixed(percent(exposed_share(r)), 1).c_str(), r.loader_wait_ms, r.differing_ranks,
-                fixed(r.usd_per_million_images, 3).c_str(), r.step_mode.c_str(), r.launch.c_str(), r.note.c_str());
+                plain ? "plain" : std::to_string(r.world_size).c_str(),
+                static_cast<long long>(r.global_batch), r.median_ms,
+                fixed(slowest_ms(r), 3).c_str(), r.p10_ms, r.p90_ms, r.images_per_s, r.speedup,
+                100.0 * r.efficiency, fixed(r.comm_ms, 3).c_str(),
+                fixed(r.exposed_comm_ms, 3).c_str(), fixed(percent(exposed_share(r)), 1).c_str(),
+                r.loader_wait_ms, r.differing_ranks, fixed(r.usd_per_million_images, 3).c_str(),
+                r.step_mode.c_str(), r.launch.c_str(), r.note.c_str());
   return line;
 }
 
 std::string csv(const std::optional<double>& v) { return v ? fixed(v, 6) : ""; }
 
-nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 nlohmann::json row_json(const Row& r) {
-  nlohmann::json j = {{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note}, {"global_batch", r.global_batch},
-          {"step_mode", r.step_mode}, {"launch", r.launch},
-          {"median_ms", r.median_ms}, {"p10_ms", r.p10_ms}, {"p90_ms", r.p90_ms},
-          {"images_per_s", r.images_per_s}, {"speedup", r.speedup}, {"efficiency", r.efficiency},
-          {"comm_ms", optional_json(r.comm_ms)}, {"exposed_comm_ms", optional_json(r.exposed_comm_ms)},
-          {"exposed_measure", r.exposed_measure.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.exposed_measure)},
-          {"exposed_share", optional_json(exposed_share(r))},
-          {"loader_wait_ms", r.loader_wait_ms}, {"differing_ranks", r.differing_ranks},
-          {"usd_per_million_images", optional_json(r.usd_per_million_images)},
-          {"rank_median_ms", r.rank_median_ms}, {"rank_images_per_s", rank_images_per_s(r)},
-          {"slowest_rank_ms", optional_json(slowest_ms(r))}};
+  nlohmann::json j = {
+      {"world_size", r.world_size},
+      {"ran", r.ran},
+      {"note", r.note},
+      {"global_batch", r.global_batch},
+      {"step_mode", r.step_mode},
+      {"launch", r.launch},
+      {"median_ms", r.median_ms},
+      {"p10_ms", r.p10_ms},
+      {"p90_ms", r.p90_ms},
+      {"images_per_s", r.images_per_s},
+      {"speedup", r.speedup},
+      {"efficiency", r.efficiency},
+      {"comm_ms", optional_json(r.comm_ms)},
+      {"exposed_comm_ms", optional_json(r.exposed_comm_ms)},
+      {"exposed_measure",
+       r.exposed_measure.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.exposed_measure)},
+      {"exposed_share", optional_json(exposed_share(r))},
+      {"loader_wait_ms", r.loader_wait_ms},
+      {"differing_ranks", r.differing_ranks},
+      {"usd_per_million_images", optional_json(r.usd_per_million_images)},
+      {"rank_median_ms", r.rank_median_ms},
+      {"rank_images_per_s", rank_images_per_s(r)},
+      {"slowest_rank_ms", optional_json(slowest_ms(r))}};
   const std::optional<RankSpread> spread = rank_spread(r.rank_median_ms);
   j["slowest_rank"] = spread ? nlohmann::json(spread->slowest_rank) : nlohmann::json(nullptr);
   j["ddp_step"] = r.ddp_step ? ddp_step_json(*r.ddp_step) : nlohmann::json(nullptr);
@@ -113,9 +131,9 @@ std::string stage_layout_text(const PipelineRow& p) {
   std::string text;
   for (size_t s = 0; s < p.layout.size(); ++s) {
     const dist::PipelineStage& stage = p.layout[s];
-    text += detail::concat(s > 0 ? " | " : "", "layers ", stage.first_layer, "-", stage.end_layer - 1, " on ",
-                           stage.device.str(), " (", stage.parameters, " parameters; ",
-                           fixed(p.stage_busy_ms.at(s), 3), " ms busy)");
+    text += detail::concat(s > 0 ? " | " : "", "layers ", stage.first_layer, "-",
+                           stage.end_layer - 1, " on ", stage.device.str(), " (", stage.parameters,
+                           " parameters; ", fixed(p.stage_busy_ms.at(s), 3), " ms busy)");
   }
   return text;
 }
@@ -129,9 +147,10 @@ std::string pipeline_row_text(const PipelineRow& p) {
     std::snprintf(line, sizeof(line), "%8d  %s\n", p.stages, label.c_str());
     return line;
   }
-  std::snprintf(line, sizeof(line), "%8d  %7lld  %9.3f  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %6.3f  %6.3f  %8s  %s\n",
-                p.stages, static_cast<long long>(r.global_batch), r.median_ms, r.p10_ms, r.p90_ms, r.images_per_s,
-                r.speedup, 100.0 * r.efficiency, p.bubble, p.theoretical_bubble,
+  std::snprintf(line, sizeof(line),
+                "%8d  %7lld  %9.3f  %8.3f  %8.3f  %10.1f  %6.2fx  %6.1f%%  %6.3f  %6.3f  %8s  %s\n",
+                p.stages, static_cast<long long>(r.global_batch), r.median_ms, r.p10_ms, r.p90_ms,
+                r.images_per_s, r.speedup, 100.0 * r.efficiency, p.bubble, p.theoretical_bubble,
                 fixed(r.usd_per_million_images, 3).c_str(), label.c_str());
   return line + ("#         " + stage_layout_text(p) + "\n");
 }
@@ -146,8 +165,10 @@ nlohmann::json pipeline_row_json(const PipelineRow& p) {
   j["stage_layout"] = nlohmann::json::array();
   for (size_t s = 0; s < p.layout.size(); ++s) {
     const dist::PipelineStage& stage = p.layout[s];
-    j["stage_layout"].push_back({{"first_layer", stage.first_layer}, {"end_layer", stage.end_layer},
-                                 {"device", stage.device.str()}, {"parameters", stage.parameters},
+    j["stage_layout"].push_back({{"first_layer", stage.first_layer},
+                                 {"end_layer", stage.end_layer},
+                                 {"device", stage.device.str()},
+                                 {"parameters", stage.parameters},
                                  {"busy_ms", p.stage_busy_ms.at(s)}});
   }
   return j;
@@ -157,15 +178,20 @@ nlohmann::json pipeline_row_json(const PipelineRow& p) {
 std::string pipeline_placement_text(const Config& c) {
   switch (c.placement) {
     case Placement::Gpus:
-      return "cuda:0, cuda:1, ... (stage s on cuda:s), activations and gradients passed by device copies";
-    case Placement::OneGpu: return "cuda:0, all of them, each on its own stream: NOT a multi-GPU speedup";
+      return "cuda:0, cuda:1, ... (stage s on cuda:s), activations and gradients passed by device "
+             "copies";
+    case Placement::OneGpu:
+      return "cuda:0, all of them, each on its own stream: NOT a multi-GPU speedup";
     case Placement::Cpu:
-      return "the CPU, taking turns on one thread: no overlap, so the bubble is at least 1 - 1/stages";
+      return "the CPU, taking turns on one thread: no overlap, so the bubble is at least 1 - "
+             "1/stages";
   }
   return "";
 }
 
-int64_t bucket_bytes(const dist::BucketInfo& b) { return b.numel * static_cast<int64_t>(element_size(b.dtype)); }
+int64_t bucket_bytes(const dist::BucketInfo& b) {
+  return b.numel * static_cast<int64_t>(element_size(b.dtype));
+}
 
 std::string placement_text(const Config& c) {
   if (c.launch != "threads" && c.launch != "processes") {  // one rank of a launcher's job
@@ -174,13 +200,16 @@ std::string placement_text(const Config& c) {
   }
   switch (c.placement) {
     case Placement::Gpus:
-      return c.launch == "processes" ? "one rank per GPU over NCCL, a process per rank (TCP rendezvous)"
-                                     : "one rank per GPU over NCCL, a thread per rank";
+      return c.launch == "processes"
+                 ? "one rank per GPU over NCCL, a process per rank (TCP rendezvous)"
+                 : "one rank per GPU over NCCL, a thread per rank";
     case Placement::OneGpu:
-      return "every rank on cuda:0 (threads backend): shows N ranks working, NOT a multi-GPU speedup";
+      return "every rank on cuda:0 (threads backend): shows N ranks working, NOT a multi-GPU "
+             "speedup";
     case Placement::Cpu:
-      return c.launch == "processes" ? "CPU ranks, a process per rank (TCP backend): slow, for checking only"
-                                     : "CPU thread ranks (threads backend): slow, for checking only";
+      return c.launch == "processes"
+                 ? "CPU ranks, a process per rank (TCP backend): slow, for checking only"
+                 : "CPU thread ranks (threads backend): slow, for checking only";
   }
   return "";
 }
@@ -192,20 +221,26 @@ std::string per_row(const Report& report, const std::string Row::*field) {
     if (r.ran) text += detail::concat(text.empty() ? "" : ", ", r.world_size, " ", r.*field);
   }
   for (const PipelineRow& p : report.pipeline_rows) {
-    if (p.row.ran) text += detail::concat(text.empty() ? "" : ", ", "pipeline ", p.stages, " ", p.row.*field);
+    if (p.row.ran)
+      text += detail::concat(text.empty() ? "" : ", ", "pipeline ", p.stages, " ", p.row.*field);
   }
   return text.empty() ? "no row ran" : text;
 }
 
 std::string step_mode_text(const Report& report) {
-  return "step mode (--graph " + report.config.graph + "): graph = each rank's whole step (forward, BCE, backward "
-         "with DDP's NCCL all-reduces, Adam) is one CUDA graph replay (train::CapturedStep; with 2+ ranks each step "
-         "first agrees on the batch shape over the group), eager = op by op; rows: " + per_row(report, &Row::step_mode);
+  return "step mode (--graph " + report.config.graph +
+         "): graph = each rank's whole step (forward, BCE, backward "
+         "with DDP's NCCL all-reduces, Adam) is one CUDA graph replay (train::CapturedStep; with "
+         "2+ ranks each step "
+         "first agrees on the batch shape over the group), eager = op by op; rows: " +
+         per_row(report, &Row::step_mode);
 }
 
 std::string launch_text(const Report& report) {
-  return "launch: in_process = loom-scaling's own thread (the plain model, and a world of one timed beside it), "
-         "threads = a thread per rank (dist::spawn), processes = a process per rank (as torchrun); rows: " +
+  return "launch: in_process = loom-scaling's own thread (the plain model, and a world of one "
+         "timed beside it), "
+         "threads = a thread per rank (dist::spawn), processes = a process per rank (as torchrun); "
+         "rows: " +
          per_row(report, &Row::launch);
 }
 
@@ -219,8 +254,9 @@ std::string report_text(const Report& report) {
   out << "# placement: " << placement_text(c) << "\n";
   out << "# " << launch_text(report) << "\n";
   out << "# " << step_mode_text(report) << "\n";
-  out << "# " << cuda_device_count() << " CUDA device" << (cuda_device_count() == 1 ? "" : "s") << " visible; "
-      << (built_with_cuda() ? cuda_library_versions() + ", " : "") << "NCCL " << dist::nccl_version() << "\n";
+  out << "# " << cuda_device_count() << " CUDA device" << (cuda_device_count() == 1 ? "" : "s")
+      << " visible; " << (built_with_cuda() ? cuda_library_versions() + ", " : "") << "NCCL "
+      << dist::nccl_version() << "\n";
   std::istringstream gpus(gpu_lines());
   for (std::string line; std::getline(gpus, line);) out << "#   GPU " << line << "\n";
   std::istringstream topology(topology_lines());
@@ -230,63 +266,88 @@ std::string report_text(const Report& report) {
   out << "# model " << c.model << " (" << report.parameters << " parameters), precision "
       << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision)
       << (c.channels_last ? ", channels-last" : "") << ", "
-      << (c.data == "synthetic" ? "synthetic 64x64 images" : "photographs from " + c.data + " (64x64, torchvision augmentation)")
+      << (c.data == "synthetic"
+              ? "synthetic 64x64 images"
+              : "photographs from " + c.data + " (64x64, torchvision augmentation)")
       << ", " << (c.strong ? "strong" : "weak") << " scaling, "
       << (c.strong ? "the global batch of the largest world split over the ranks"
-                   : "batch " + std::to_string(c.batch_per_rank) + " per rank, global batch = ranks x that")
+                   : "batch " + std::to_string(c.batch_per_rank) +
+                         " per rank, global batch = ranks x that")
       << "\n";
-  out << "# " << c.steps << " timed steps after " << c.warmup << " warm-up steps (the plain model's for at least "
-      << c.warmup_seconds << " s, so the GPU is at its clocks); step time: "
-      << (c.placement == Placement::Cpu ? "rank 0's host clock" : "CUDA events on rank 0's compute stream")
+  out << "# " << c.steps << " timed steps after " << c.warmup
+      << " warm-up steps (the plain model's for at least " << c.warmup_seconds
+      << " s, so the GPU is at its clocks); step time: "
+      << (c.placement == Placement::Cpu ? "rank 0's host clock"
+                                        : "CUDA events on rank 0's compute stream")
       << " (every rank waits for the others each step)\n";
   out << "# buckets of the largest world run: " << report.buckets.size();
-  for (const auto& b : report.buckets) out << " [" << b.numel << " " << dtype_name(b.dtype) << ", " << bucket_bytes(b) << " B]";
+  for (const auto& b : report.buckets)
+    out << " [" << b.numel << " " << dtype_name(b.dtype) << ", " << bucket_bytes(b) << " B]";
   out << "\n";
-  out << "# speedup = images/s over loom's plain model (no DDP wrapper) on one device; efficiency = speedup / ranks\n"
-      << "# median_ms is rank 0's step; slowest = the largest of every rank's median step (a straggler the others\n"
+  out << "# speedup = images/s over loom's plain model (no DDP wrapper) on one device; efficiency "
+         "= speedup / ranks\n"
+      << "# median_ms is rank 0's step; slowest = the largest of every rank's median step (a "
+         "straggler the others\n"
       << "#   wait for shows there)\n"
-      << "# comm_ms = the step's bucket all-reduces alone, back to back; exposed: on eager rows the median stall of the\n"
-      << "#   compute stream at the end of backward waiting for them (DDP's events; the CPU: host clock), on graph rows\n"
-      << "#   DDP step median - plain step median (a replay cannot time its stall, so this also holds DDP's own work\n"
-      << "#   and the wait for slower ranks); exp% = exposed / median_ms; loader = median host wait for a batch;\n"
-      << "#   differ = ranks whose parameter hash differs from rank 0's after the run (must be 0)\n";
+      << "# comm_ms = the step's bucket all-reduces alone, back to back; exposed: on eager rows "
+         "the median stall of the\n"
+      << "#   compute stream at the end of backward waiting for them (DDP's events; the CPU: host "
+         "clock), on graph rows\n"
+      << "#   DDP step median - plain step median (a replay cannot time its stall, so this also "
+         "holds DDP's own work\n"
+      << "#   and the wait for slower ranks); exp% = exposed / median_ms; loader = median host "
+         "wait for a batch;\n"
+      << "#   differ = ranks whose parameter hash differs from rank 0's after the run (must be "
+         "0)\n";
   if (c.price_per_gpu_hour) out << "# cost: " << *c.price_per_gpu_hour << " $ per GPU hour\n";
   out << "#\n";
   if (report.baseline.ran) {  // not with --tta-only
-    out << "# ranks   global  median_ms   slowest    p10_ms    p90_ms    images/s  speedup  effic.   comm_ms   exposed"
+    out << "# ranks   global  median_ms   slowest    p10_ms    p90_ms    images/s  speedup  effic. "
+           "  comm_ms   exposed"
            "    exp%    loader  differ   $/M img  mode   launch      note\n";
     out << row_text(report.baseline, true);
     for (const Row& r : report.rows) out << row_text(r, false);
     if (!report.pipeline_rows.empty()) {
-      out << "#\n# pipeline rows (model parallelism: dist::PipelineParallel in this process): the same model\n"
-          << "#   cut into N contiguous stages balanced by parameter count, at the global batch of the DDP row\n"
+      out << "#\n# pipeline rows (model parallelism: dist::PipelineParallel in this process): the "
+             "same model\n"
+          << "#   cut into N contiguous stages balanced by parameter count, at the global batch of "
+             "the DDP row\n"
           << "#   of N ranks cut into micro-batches, one Adam step per batch\n"
           << "# stages on " << pipeline_placement_text(c) << "\n"
           << "# step time as the DDP rows ("
-          << (c.placement == Placement::Cpu ? "the host clock"
-                                            : "CUDA events on cuda:0's compute stream, which the end of every step\n"
-                                              "#   waits for on every stage")
+          << (c.placement == Placement::Cpu
+                  ? "the host clock"
+                  : "CUDA events on cuda:0's compute stream, which the end of every step\n"
+                    "#   waits for on every stage")
           << "); speedup and efficiency (= speedup / stages) against the same plain model\n"
-          << "# bubble = 1 - busy / step averaged over the stages, from one more step with every stage op timed\n"
-          << "#   (busy: the '#' line under each row); theory = (stages - 1) / (micro-batches + stages - 1),\n"
+          << "# bubble = 1 - busy / step averaged over the stages, from one more step with every "
+             "stage op timed\n"
+          << "#   (busy: the '#' line under each row); theory = (stages - 1) / (micro-batches + "
+             "stages - 1),\n"
           << "#   the schedule's with equal stages\n"
-          << "# stages   global  median_ms    p10_ms    p90_ms    images/s  speedup   effic.  bubble  theory"
+          << "# stages   global  median_ms    p10_ms    p90_ms    images/s  speedup   effic.  "
+             "bubble  theory"
              "   $/M img\n";
       for (const PipelineRow& p : report.pipeline_rows) out << pipeline_row_text(p);
     }
   }
   if (report.accuracy) {
     const AccuracyRun& a = *report.accuracy;
-    out << "#\n# time to accuracy: validation accuracy >= " << a.target << " on " << c.data << "; lr rule: " << a.lr_rule << "\n";
-    out << "# steps as loom-catdog's default --graph auto runs them: graph at one CUDA rank, eager otherwise\n";
-    out << "# ranks   global        lr  epochs  to_target  seconds_to_target  final_acc   seconds  $_to_target  mode\n";
+    out << "#\n# time to accuracy: validation accuracy >= " << a.target << " on " << c.data
+        << "; lr rule: " << a.lr_rule << "\n";
+    out << "# steps as loom-catdog's default --graph auto runs them: graph at one CUDA rank, eager "
+           "otherwise\n";
+    out << "# ranks   global        lr  epochs  to_target  seconds_to_target  final_acc   seconds  "
+           "$_to_target  mode\n";
     for (const AccuracyRow& r : a.rows) {
       char line[256];
       if (!r.ran) {
         std::snprintf(line, sizeof(line), "%7d  %s\n", r.world_size, r.note.c_str());
       } else {
-        std::snprintf(line, sizeof(line), "%7d  %7lld  %8.4f  %6lld  %9s  %17s  %9.4f  %8.1f  %11s  %s\n",
-                      r.world_size, static_cast<long long>(r.global_batch), r.lr, static_cast<long long>(r.epochs),
+        std::snprintf(line, sizeof(line),
+                      "%7d  %7lld  %8.4f  %6lld  %9s  %17s  %9.4f  %8.1f  %11s  %s\n", r.world_size,
+                      static_cast<long long>(r.global_batch), r.lr,
+                      static_cast<long long>(r.epochs),
                       r.epochs_to_target ? std::to_string(*r.epochs_to_target).c_str() : "never",
                       fixed(r.seconds_to_target, 1).c_str(), r.final_accuracy, r.seconds,
                       fixed(r.usd_to_target, 4).c_str(), r.step_mode.c_str());
@@ -308,7 +369,8 @@ std::string report_json(const Report& report) {
   j["buckets"] = nlohmann::json::array();
   for (const auto& b : report.buckets) {
     gradient_bytes += bucket_bytes(b);
-    j["buckets"].push_back({{"numel", b.numel}, {"bytes", bucket_bytes(b)}, {"dtype", dtype_name(b.dtype)}});
+    j["buckets"].push_back(
+        {{"numel", b.numel}, {"bytes", bucket_bytes(b)}, {"dtype", dtype_name(b.dtype)}});
   }
   j["gradient_bytes"] = gradient_bytes;
   j["device"] = c.placement == Placement::Cpu ? "cpu" : "cuda";
@@ -340,19 +402,29 @@ std::string report_json(const Report& report) {
   j["rows"] = nlohmann::json::array();
   for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
   j["pipeline_rows"] = nlohmann::json::array();
-  for (const PipelineRow& p : report.pipeline_rows) j["pipeline_rows"].push_back(pipeline_row_json(p));
+  for (const PipelineRow& p : report.pipeline_rows)
+    j["pipeline_rows"].push_back(pipeline_row_json(p));
   j["time_to_accuracy"] = nullptr;
   if (report.accuracy) {
-    nlohmann::json t = {{"target", report.accuracy->target}, {"model", c.model}, {"lr_rule", report.accuracy->lr_rule}};
+    nlohmann::json t = {{"target", report.accuracy->target},
+                        {"model", c.model},
+                        {"lr_rule", report.accuracy->lr_rule}};
     t["rows"] = nlohmann::json::array();
     for (const AccuracyRow& r : report.accuracy->rows) {
-      auto opt_int = [](const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-      t["rows"].push_back({{"world_size", r.world_size}, {"ran", r.ran}, {"note", r.note},
-                           {"global_batch", r.global_batch}, {"step_mode", r.step_mode}, {"lr", r.lr},
+      auto opt_int = [](const std::optional<int64_t>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
+      t["rows"].push_back({{"world_size", r.world_size},
+                           {"ran", r.ran},
+                           {"note", r.note},
+                           {"global_batch", r.global_batch},
+                           {"step_mode", r.step_mode},
+                           {"lr", r.lr},
                            {"epochs", r.epochs},
                            {"epochs_to_target", opt_int(r.epochs_to_target)},
                            {"seconds_to_target", optional_json(r.seconds_to_target)},
-                           {"final_accuracy", r.final_accuracy}, {"seconds", r.seconds},
+                           {"final_accuracy", r.final_accuracy},
+                           {"seconds", r.seconds},
                            {"usd_to_target", optional_json(r.usd_to_target)}});
     }
     j["time_to_accuracy"] = t;
@@ -362,28 +434,31 @@ std::string report_json(const Report& report) {
 
 std::string report_csv(const Report& report) {
   std::ostringstream out;
-  out << "kind,world_size,ran,global_batch,median_ms,p10_ms,p90_ms,images_per_s,speedup,efficiency,comm_ms,"
-         "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,micro_batches,schedule,bubble,"
+  out << "kind,world_size,ran,global_batch,median_ms,p10_ms,p90_ms,images_per_s,speedup,efficiency,"
+         "comm_ms,"
+         "exposed_comm_ms,loader_wait_ms,differing_ranks,usd_per_million_images,micro_batches,"
+         "schedule,bubble,"
          "theoretical_bubble,stage_layout,step_mode,launch,slowest_rank_ms,exposed_share,note\n";
   // One field, no quoting needed.
   const auto field = [](std::string text) {
-    for (char& ch : text) if (ch == ',' || ch == '"') ch = ';';
+    for (char& ch : text)
+      if (ch == ',' || ch == '"') ch = ';';
     return text;
   };
   auto line = [&](const char* kind, const Row& r, const PipelineRow* p) {
-    out << kind << "," << r.world_size << "," << (r.ran ? 1 : 0) << "," << r.global_batch << "," << r.median_ms << ","
-        << r.p10_ms << "," << r.p90_ms << "," << r.images_per_s << "," << r.speedup << "," << r.efficiency << ","
-        << csv(r.comm_ms) << "," << csv(r.exposed_comm_ms) << "," << r.loader_wait_ms << ","
-        << r.differing_ranks << "," << csv(r.usd_per_million_images) << ",";
+    out << kind << "," << r.world_size << "," << (r.ran ? 1 : 0) << "," << r.global_batch << ","
+        << r.median_ms << "," << r.p10_ms << "," << r.p90_ms << "," << r.images_per_s << ","
+        << r.speedup << "," << r.efficiency << "," << csv(r.comm_ms) << ","
+        << csv(r.exposed_comm_ms) << "," << r.loader_wait_ms << "," << r.differing_ranks << ","
+        << csv(r.usd_per_million_images) << ",";
     if (p) {
-      out << p->micro_batches << "," << p->schedule << ","
-          << (r.ran ? fixed(p->bubble, 6) : "") << "," << fixed(p->theoretical_bubble, 6) << ","
-          << field(stage_layout_text(*p)) << ",";
+      out << p->micro_batches << "," << p->schedule << "," << (r.ran ? fixed(p->bubble, 6) : "")
+          << "," << fixed(p->theoretical_bubble, 6) << "," << field(stage_layout_text(*p)) << ",";
     } else {
       out << ",,,,,";
     }
-    out << r.step_mode << "," << field(r.launch) << "," << csv(slowest_ms(r)) << "," << csv(exposed_share(r)) << ","
-        << field(r.note) << "\n";
+    out << r.step_mode << "," << field(r.launch) << "," << csv(slowest_ms(r)) << ","
+        << csv(exposed_share(r)) << "," << field(r.note) << "\n";
   };
   line("plain", report.baseline, nullptr);
   for (const Row& r : report.rows) line("ddp", r, nullptr);

@@ -23,8 +23,8 @@ void fill_row(Row& row, const RankResult& r, const Config& c) {
   row.rank_median_ms = r.rank_median_ms;
   row.ddp_step = r.ddp_step;
   if (r.timed_eager_steps > 0) {  // a graph row whose replays fell back (ranks' batches differed)
-    row.note += detail::concat(row.note.empty() ? "" : "; ", r.timed_eager_steps, " of ", r.step_ms.size(),
-                               " timed steps ran eagerly");
+    row.note += detail::concat(row.note.empty() ? "" : "; ", r.timed_eager_steps, " of ",
+                               r.step_ms.size(), " timed steps ran eagerly");
   }
   const int gpus = gpus_used(c, row.world_size);
   if (c.price_per_gpu_hour && gpus > 0) {

@@ -28,12 +28,15 @@ int64_t rank_batch(const Config& c, int world) {
   return global / world;
 }
 
-Device base_device(const Config& c) { return c.placement == Placement::Cpu ? kCPU : cuda_device(0); }
+Device base_device(const Config& c) {
+  return c.placement == Placement::Cpu ? kCPU : cuda_device(0);
+}
 
 // Every --pipeline stage count, before anything is measured.
 void check_pipelines(const Config& c) {
   LOOM_CHECK(c.pipeline_schedule == "gpipe" || c.pipeline_schedule == "1f1b",
-             "--pipeline-schedule: expected gpipe or 1f1b, got '", c.pipeline_schedule.substr(0, 32), "'");
+             "--pipeline-schedule: expected gpipe or 1f1b, got '",
+             c.pipeline_schedule.substr(0, 32), "'");
   LOOM_CHECK(!c.micro_batches || *c.micro_batches >= 1, "--micro-batches must be at least 1, got ",
              c.micro_batches.value_or(0));
   if (c.pipeline_stages.empty()) return;
@@ -44,18 +47,21 @@ void check_pipelines(const Config& c) {
     layers = static_cast<int64_t>(make_model(c.model)->size());
   }
   for (int n : c.pipeline_stages) {
-    LOOM_CHECK(n >= 2, "--pipeline ", n, ": a pipeline needs at least 2 stages (the plain row is the model on one ",
+    LOOM_CHECK(n >= 2, "--pipeline ", n,
+               ": a pipeline needs at least 2 stages (the plain row is the model on one ",
                "device)");
     LOOM_CHECK(n <= layers, "--pipeline ", n, ": ", c.model, " has ", layers,
                " layers and each stage needs at least one");
     const int m = micro_batches_for(c, n);
     const int64_t global = global_batch_for(c, n);
     LOOM_CHECK(m <= global, "--pipeline ", n, ": ", m, " micro-batches",
-               c.micro_batches ? "" : " (the default, 2 x stages)", " for a global batch of ", global,
-               " images; a micro-batch needs at least one image (--micro-batches at most ", global, ")");
+               c.micro_batches ? "" : " (the default, 2 x stages)", " for a global batch of ",
+               global, " images; a micro-batch needs at least one image (--micro-batches at most ",
+               global, ")");
     if (c.placement == Placement::Gpus && !c.skip_missing) {
-      LOOM_CHECK(n <= cuda_device_count(), "--pipeline ", n, ": ", n, " stages need ", n, " GPUs, this machine has ",
-                 cuda_device_count(), " GPU", cuda_device_count() == 1 ? "" : "s",
+      LOOM_CHECK(n <= cuda_device_count(), "--pipeline ", n, ": ", n, " stages need ", n,
+                 " GPUs, this machine has ", cuda_device_count(), " GPU",
+                 cuda_device_count() == 1 ? "" : "s",
                  " (--skip-missing reports such rows as not run)");
     }
   }
@@ -63,41 +69,53 @@ void check_pipelines(const Config& c) {
 
 // --graph against the placement, before anything is measured (captures_steps decides each rank).
 void check_graph(const Config& c) {
-  LOOM_CHECK(c.graph == "auto" || c.graph == "on" || c.graph == "off", "--graph: expected auto, on or off, got '",
-             c.graph.substr(0, 32), "'");
+  LOOM_CHECK(c.graph == "auto" || c.graph == "on" || c.graph == "off",
+             "--graph: expected auto, on or off, got '", c.graph.substr(0, 32), "'");
   if (c.graph != "on") return;
-  LOOM_CHECK(c.placement != Placement::Cpu, "--graph on: CUDA graphs need --device cuda; on the CPU every step is eager");
-  const bool shared = c.placement == Placement::OneGpu &&
-                      std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
-  LOOM_CHECK(!shared, "--graph on: ranks sharing cuda:0 (--world-sizes) all-reduce over the threads backend, "
-             "which a CUDA graph cannot hold; use --graph auto (those rows then run eagerly) or off");
-  LOOM_CHECK(c.pipeline_stages.empty(), "--graph on and --pipeline: a pipeline's stages run op by op on their own "
-             "streams and are not captured; use --graph auto (the pipeline rows then run eagerly) or off");
+  LOOM_CHECK(c.placement != Placement::Cpu,
+             "--graph on: CUDA graphs need --device cuda; on the CPU every step is eager");
+  const bool shared =
+      c.placement == Placement::OneGpu &&
+      std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
+  LOOM_CHECK(
+      !shared,
+      "--graph on: ranks sharing cuda:0 (--world-sizes) all-reduce over the threads backend, "
+      "which a CUDA graph cannot hold; use --graph auto (those rows then run eagerly) or off");
+  LOOM_CHECK(
+      c.pipeline_stages.empty(),
+      "--graph on and --pipeline: a pipeline's stages run op by op on their own "
+      "streams and are not captured; use --graph auto (the pipeline rows then run eagerly) or off");
 }
 
 void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
-  LOOM_CHECK(c.steps >= 1 && c.warmup >= 0, "loom-scaling: --steps must be at least 1 and --warmup at least 0");
-  LOOM_CHECK(std::isfinite(c.warmup_seconds) && c.warmup_seconds >= 0, "--warmup-seconds must be a number >= 0");
+  LOOM_CHECK(c.steps >= 1 && c.warmup >= 0,
+             "loom-scaling: --steps must be at least 1 and --warmup at least 0");
+  LOOM_CHECK(std::isfinite(c.warmup_seconds) && c.warmup_seconds >= 0,
+             "--warmup-seconds must be a number >= 0");
   LOOM_CHECK(c.batch_per_rank >= 1, "--batch-per-gpu must be at least 1, got ", c.batch_per_rank);
   LOOM_CHECK(c.precision == "fp32" || c.precision == "tf32" || c.precision == "bf16",
              "--precision: expected fp32, tf32 or bf16, got '", c.precision.substr(0, 32), "'");
-  LOOM_CHECK(c.precision != "bf16" || c.pipeline_stages.empty(),
-             "--precision bf16 does not apply to --pipeline rows yet (their stages hand over float32)");
+  LOOM_CHECK(
+      c.precision != "bf16" || c.pipeline_stages.empty(),
+      "--precision bf16 does not apply to --pipeline rows yet (their stages hand over float32)");
   LOOM_CHECK(c.launch == "auto" || c.launch == "threads" || c.launch == "processes",
              "--launch: expected auto, threads or processes, got '", c.launch.substr(0, 32), "'");
   LOOM_CHECK(!(c.launch == "processes" && c.placement == Placement::OneGpu),
              "--launch processes puts each rank on its own GPU; ranks sharing one GPU are threads");
   check_graph(c);
-  LOOM_CHECK(c.placement == Placement::Cpu || built_with_cuda(), "--device cuda: loom-scaling was built without CUDA");
-  LOOM_CHECK(!c.price_per_gpu_hour || (std::isfinite(*c.price_per_gpu_hour) && *c.price_per_gpu_hour > 0),
-             "--price-per-gpu-hour must be a positive number");
+  LOOM_CHECK(c.placement == Placement::Cpu || built_with_cuda(),
+             "--device cuda: loom-scaling was built without CUDA");
+  LOOM_CHECK(
+      !c.price_per_gpu_hour || (std::isfinite(*c.price_per_gpu_hour) && *c.price_per_gpu_hour > 0),
+      "--price-per-gpu-hour must be a positive number");
   for (int n : c.world_sizes) {
     LOOM_CHECK(n >= 1, "loom-scaling: a world size must be at least 1, got ", n);
     rank_batch(c, n);  // strong scaling: every world must split the batch, known before measuring
     if (c.placement == Placement::Gpus && !c.skip_missing) {
       LOOM_CHECK(n <= cuda_device_count(), "--gpus ", n, ": this machine has ", cuda_device_count(),
-                 " GPU", cuda_device_count() == 1 ? "" : "s", " (--skip-missing reports such rows as not run)");
+                 " GPU", cuda_device_count() == 1 ? "" : "s",
+                 " (--skip-missing reports such rows as not run)");
     }
   }
   LOOM_CHECK(launch_for(c) != "processes" || !c.self_command.empty(),
@@ -110,7 +128,8 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
   const int64_t batch = rank_batch(c, n);
   if (c.launch == "processes") {
     const std::string path = (std::filesystem::path(c.scratch_dir) /
-                              detail::concat("loom-scaling-", getpid(), "-world", n, ".json")).string();
+                              detail::concat("loom-scaling-", getpid(), "-world", n, ".json"))
+                                 .string();
     std::vector<std::string> command = c.self_command;
     command.insert(command.end(), {"--rank-warmup", std::to_string(c.warmup)});
     return rank_result_from_json(run_rank_processes(command, n, path, c.rank_timeout_s), path);
@@ -119,18 +138,22 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
   std::mutex mutex;
   dist::SpawnOptions options;
   if (c.placement == Placement::OneGpu) options.backend = dist::Backend::Threads;
-  dist::spawn(n, base_device(c), [&](dist::ProcessGroup& g) {
-    RankResult mine = run_rank(c, images, batch, g.device(), g.shared_from_this());
-    if (g.rank() != 0) return;
-    std::lock_guard<std::mutex> lock(mutex);
-    result = std::move(mine);
-  }, options);
+  dist::spawn(
+      n, base_device(c),
+      [&](dist::ProcessGroup& g) {
+        RankResult mine = run_rank(c, images, batch, g.device(), g.shared_from_this());
+        if (g.rank() != 0) return;
+        std::lock_guard<std::mutex> lock(mutex);
+        result = std::move(mine);
+      },
+      options);
   return result;
 }
 
 // The plain model and DDP over a group of one, in this thread and on this stream for a GPU (as
 // the plain model alone would run), timed in alternating blocks: the row is DDP's own cost.
-std::pair<RankResult, RankResult> world_of_one_beside_plain(const Config& c, const ImageSource& images,
+std::pair<RankResult, RankResult> world_of_one_beside_plain(const Config& c,
+                                                            const ImageSource& images,
                                                             int64_t batch) {
   if (c.placement != Placement::Cpu) {
     const dist::GroupPtr group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
@@ -154,14 +177,17 @@ PipelineRow pipeline_row(const Config& c, const ImageSource& images, const Row& 
   row.world_size = n;
   row.global_batch = global_batch_for(c, n);
   if (c.placement == Placement::Gpus && n > cuda_device_count()) {
-    row.note = detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
+    row.note =
+        detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
     return p;
   }
   if (c.placement == Placement::OneGpu) row.note = "stages share one GPU: not a multi-GPU speedup";
   PipelineSpec spec;
-  for (int s = 0; s < n; ++s) spec.devices.push_back(c.placement == Placement::Gpus ? cuda_device(s) : base_device(c));
+  for (int s = 0; s < n; ++s)
+    spec.devices.push_back(c.placement == Placement::Gpus ? cuda_device(s) : base_device(c));
   spec.micro_batches = p.micro_batches;
-  spec.schedule = c.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB : dist::PipelineSchedule::GPipe;
+  spec.schedule = c.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB
+                                                : dist::PipelineSchedule::GPipe;
   row.launch = "in_process";
   const RankResult r = run_pipeline(c, images, row.global_batch, spec);
   fill_row(row, r, c);
@@ -185,16 +211,20 @@ std::string utc_now() {
 
 const char* placement_name(Placement p) {
   switch (p) {
-    case Placement::Gpus: return "gpus";
-    case Placement::OneGpu: return "one_gpu";
-    case Placement::Cpu: return "cpu";
+    case Placement::Gpus:
+      return "gpus";
+    case Placement::OneGpu:
+      return "one_gpu";
+    case Placement::Cpu:
+      return "cpu";
   }
   return "?";
 }
 
 std::string launch_for(const Config& c) {
   if (c.launch != "auto") return c.launch;
-  const bool several = std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
+  const bool several =
+      std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
   return c.placement == Placement::Gpus && several ? "processes" : "threads";
 }
 
@@ -207,9 +237,12 @@ int64_t global_batch_for(const Config& c, int n) {
 
 int gpus_used(const Config& c, int world_size) {
   switch (c.placement) {
-    case Placement::Gpus: return world_size;
-    case Placement::OneGpu: return 1;
-    case Placement::Cpu: return 0;
+    case Placement::Gpus:
+      return world_size;
+    case Placement::OneGpu:
+      return 1;
+    case Placement::Cpu:
+      return 0;
   }
   return 0;
 }
@@ -233,7 +266,8 @@ Report run(const Config& config) {
   base.launch = "in_process";
   std::optional<RankResult> one_rank;
   // A world of one needs no launch: it runs here, beside the plain model, whatever --launch says.
-  const bool paired = std::find(c.world_sizes.begin(), c.world_sizes.end(), 1) != c.world_sizes.end();
+  const bool paired =
+      std::find(c.world_sizes.begin(), c.world_sizes.end(), 1) != c.world_sizes.end();
   RankResult plain;
   if (paired) {
     std::tie(plain, one_rank) = world_of_one_beside_plain(c, images, base.global_batch);
@@ -252,11 +286,13 @@ Report run(const Config& config) {
     row.world_size = n;
     row.global_batch = rank_batch(c, n) * n;
     if (c.placement == Placement::Gpus && n > cuda_device_count()) {
-      row.note = detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
+      row.note =
+          detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
       report.rows.push_back(row);
       continue;
     }
-    if (c.placement == Placement::OneGpu && n > 1) row.note = "ranks share one GPU: not a multi-GPU speedup";
+    if (c.placement == Placement::OneGpu && n > 1)
+      row.note = "ranks share one GPU: not a multi-GPU speedup";
     if (n == 1 && one_rank) row.note = "timed alternating with the plain model";
     row.launch = n == 1 && one_rank ? "in_process" : c.launch;
     const RankResult r = n == 1 && one_rank ? *one_rank : run_world(worlds, images, n);
@@ -268,7 +304,8 @@ Report run(const Config& config) {
     report.rows.push_back(row);
   }
   // Each pipeline as the DDP rows: the same warm-up, timed steps and baseline.
-  for (int n : c.pipeline_stages) report.pipeline_rows.push_back(pipeline_row(worlds, images, base, n));
+  for (int n : c.pipeline_stages)
+    report.pipeline_rows.push_back(pipeline_row(worlds, images, base, n));
   return report;
 }
 
@@ -327,7 +364,8 @@ void run_as_rank(const Config& c, int world_size, const std::string& result_path
   if (group->rank() != 0) return;
   const std::string text = rank_result_json(r);
   // Atomically: the parent never reads half a file.
-  io::write_file_atomically(result_path, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
+  io::write_file_atomically(result_path,
+                            [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
 }  // namespace loom::scaling

@@ -5,12 +5,12 @@
 // in the manner of nccl-tests. The JSON schema is in apps/scaling/README.md.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::scaling {
 
@@ -23,21 +23,22 @@ enum class Placement {
 const char* placement_name(Placement p);  // "gpus", "one_gpu", "cpu"
 
 struct Config {
-  std::string model = "seed_cnn";   // seed_cnn, classic_cnn, resnet18
+  std::string model = "seed_cnn";  // seed_cnn, classic_cnn, resnet18
   std::vector<int> world_sizes{1, 2, 4, 8};
   Placement placement = Placement::Gpus;
-  int64_t batch_per_rank = 32;       // weak scaling: every rank's batch
-  bool strong = false;               // strong: the global batch of the largest world, split
+  int64_t batch_per_rank = 32;  // weak scaling: every rank's batch
+  bool strong = false;          // strong: the global batch of the largest world, split
   int steps = 300;
   int warmup = 50;
   // The plain model's warm-up also lasts at least this long (an idle GPU takes a moment to
   // reach its clocks; 50 steps of a small CNN are 25 ms); every DDP world then warms up for
   // as many steps as the plain model took, all ranks alike.
   double warmup_seconds = 2.0;
-  std::string precision = "tf32";    // fp32 or tf32 (cuDNN convolutions)
-  bool channels_last = false;        // the images fed channels-last (NHWC), as loom-catdog's --channels-last
-  std::string data = "synthetic";    // or a folder of photographs (train/ and val/, or class folders)
-  int workers = 2;                   // loader threads per rank with a folder
+  std::string precision = "tf32";  // fp32 or tf32 (cuDNN convolutions)
+  bool channels_last =
+      false;  // the images fed channels-last (NHWC), as loom-catdog's --channels-last
+  std::string data = "synthetic";  // or a folder of photographs (train/ and val/, or class folders)
+  int workers = 2;                 // loader threads per rank with a folder
   // threads: dist::spawn; processes: process_launch.h, as torchrun starts them; auto (the
   // default): processes for one rank per GPU with any world above 1, threads otherwise
   // (launch_for). A world of one always runs in this process, timed beside the plain model.
@@ -66,20 +67,21 @@ struct Config {
 struct Row {
   int world_size = 1;
   bool ran = false;
-  std::string note;                  // why not run, or a label
-  std::string step_mode = "eager";   // "graph": each step one CUDA graph replay; "eager": op by op
-  std::string launch;                // "in_process" (loom-scaling's own thread), "threads", "processes", a launcher
+  std::string note;                 // why not run, or a label
+  std::string step_mode = "eager";  // "graph": each step one CUDA graph replay; "eager": op by op
+  std::string
+      launch;  // "in_process" (loom-scaling's own thread), "threads", "processes", a launcher
   int64_t global_batch = 0;
   double median_ms = 0, p10_ms = 0, p90_ms = 0;  // per step, over the timed steps
   double images_per_s = 0, speedup = 0, efficiency = 0;
-  std::optional<double> comm_ms;          // the step's all-reduces alone (DDP rows)
+  std::optional<double> comm_ms;  // the step's all-reduces alone (DDP rows)
   // DDP rows. Eager: the median stall at the end of backward (DDP's events); graph: the DDP
   // step's median minus the plain model's (a replay cannot time its stall; see exposed_measure).
   std::optional<double> exposed_comm_ms;
-  std::string exposed_measure;            // "stall" or "ddp_minus_plain"; "" without exposed_comm_ms
-  std::vector<double> rank_median_ms;     // every rank's median step, by rank (DDP rows)
+  std::string exposed_measure;         // "stall" or "ddp_minus_plain"; "" without exposed_comm_ms
+  std::vector<double> rank_median_ms;  // every rank's median step, by rank (DDP rows)
   std::optional<dist::DdpStepStats> ddp_step;  // rank 0's last timed backward (eager DDP rows)
-  double loader_wait_ms = 0;              // median host wait for a batch
+  double loader_wait_ms = 0;                   // median host wait for a batch
   int differing_ranks = 0;
   std::optional<double> usd_per_million_images;
 };
@@ -88,12 +90,14 @@ struct Row {
 struct AccuracyRow {
   int world_size = 1;
   bool ran = false;
-  std::string note;                   // why not run
+  std::string note;  // why not run
   int64_t global_batch = 0;
-  std::string step_mode = "eager";    // as loom-catdog's default --graph auto runs it (catdog_step_mode)
-  double lr = 0;                      // the peak rate after the warmup
+  std::string step_mode =
+      "eager";    // as loom-catdog's default --graph auto runs it (catdog_step_mode)
+  double lr = 0;  // the peak rate after the warmup
   int64_t epochs = 0;
-  std::optional<int64_t> epochs_to_target;  // the first epoch (from 1) whose val accuracy reached it
+  std::optional<int64_t>
+      epochs_to_target;  // the first epoch (from 1) whose val accuracy reached it
   std::optional<double> seconds_to_target;  // wall seconds from the start of training to then
   double final_accuracy = 0, seconds = 0;
   std::optional<double> usd_to_target;
@@ -110,11 +114,11 @@ struct PipelineRow {
   Row row;
   int stages = 0;
   int micro_batches = 0;
-  std::string schedule;                        // "gpipe" or "1f1b"
-  double bubble = 0;                           // measured: PipelineTiming::bubble() of one extra step
-  double theoretical_bubble = 0;               // (stages - 1) / (micro_batches + stages - 1)
-  std::vector<dist::PipelineStage> layout;     // each stage's layers, device and parameters
-  std::vector<double> stage_busy_ms;           // each stage's forwards + backwards in that step
+  std::string schedule;                     // "gpipe" or "1f1b"
+  double bubble = 0;                        // measured: PipelineTiming::bubble() of one extra step
+  double theoretical_bubble = 0;            // (stages - 1) / (micro_batches + stages - 1)
+  std::vector<dist::PipelineStage> layout;  // each stage's layers, device and parameters
+  std::vector<double> stage_busy_ms;        // each stage's forwards + backwards in that step
 };
 
 // The micro-batches of a pipeline of `stages`: config.micro_batches, or 2 x stages.
@@ -125,13 +129,13 @@ int64_t global_batch_for(const Config& config, int n);
 
 struct Report {
   Config config;
-  Row baseline;                      // the plain model, no DDP wrapper, on one device
-  std::vector<Row> rows;             // DDP, one per world size
+  Row baseline;                            // the plain model, no DDP wrapper, on one device
+  std::vector<Row> rows;                   // DDP, one per world size
   std::vector<PipelineRow> pipeline_rows;  // one per --pipeline stage count
   int64_t parameters = 0;
   std::vector<dist::BucketInfo> buckets;  // the layout of the largest world that ran
   std::optional<AccuracyRun> accuracy;
-  std::string date;                  // "2026-12-01 10:00 UTC"
+  std::string date;  // "2026-12-01 10:00 UTC"
 };
 
 // --launch auto resolved: processes for one rank per GPU with a world above 1, else threads;

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "text_helpers.h"
-#include <sstream>
 
 namespace loom::scaling {
 
@@ -186,10 +186,10 @@ SimReport simulate(const SimulateConfig& c) {
     r.overlap_source = "given (--overlap)";
   } else if (measured_world) {
     r.overlap = std::clamp(1 - exposed / comm, 0.0, 1.0);
-    r.overlap_source = "measured at world " + std::to_string(measured_world) +
-                       ": 1 - exposed_comm_ms " + fixed(exposed, 3) + " / comm_ms " +
-                       fixed(comm, 3) +
-                       (from_steps ? " (a captured row: exposed = its step - the plain step - w)" : "");
+    r.overlap_source =
+        "measured at world " + std::to_string(measured_world) + ": 1 - exposed_comm_ms " +
+        fixed(exposed, 3) + " / comm_ms " + fixed(comm, 3) +
+        (from_steps ? " (a captured row: exposed = its step - the plain step - w)" : "");
   } else {
     r.overlap = 0;
     r.overlap_source =

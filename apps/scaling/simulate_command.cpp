@@ -13,7 +13,8 @@ namespace loom::scaling {
 namespace {
 
 void write_text(const std::string& path, const std::string& text) {
-  io::write_file_atomically(path, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
+  io::write_file_atomically(path,
+                            [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
 ChartSpec simulation_chart(const SimReport& report) {
@@ -46,17 +47,26 @@ ChartSpec simulation_chart(const SimReport& report) {
 }  // namespace
 
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
-  CLI::App* sim = app.add_subcommand("simulate", "predict speedup on larger clusters from a measured run");
+  CLI::App* sim =
+      app.add_subcommand("simulate", "predict speedup on larger clusters from a measured run");
   sim->add_option("--gpus", a.gpus, "GPU counts to predict")->delimiter(',')->capture_default_str();
   sim->add_option("--from", a.from, "a loom-scaling report.json")->required();
-  sim->add_option("--collectives", a.collectives, "collectives_bench --json lines to fit the intra-node link to");
-  sim->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (NVLink within, the network between)")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
-  sim->add_option("--inter-gbps", a.inter_gbps, "network line rate per GPU in Gb/s (default 400: one NDR InfiniBand NIC)");
-  sim->add_option("--inter-latency-us", a.inter_latency_us, "network latency of one step in us (default 5)");
-  sim->add_option("--intra-busbw", a.intra_busbw_gbps, "intra-node all-reduce bus bandwidth in GB/s (replaces the fit)");
-  sim->add_option("--intra-latency-us", a.intra_latency_us, "intra-node latency of one ring step in us (with --intra-busbw)");
-  sim->add_option("--overlap", a.overlap, "fraction of communication hidden behind backward (default: measured)");
+  sim->add_option("--collectives", a.collectives,
+                  "collectives_bench --json lines to fit the intra-node link to");
+  sim->add_option("--gpus-per-node", a.gpus_per_node,
+                  "GPUs per node (NVLink within, the network between)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sim->add_option("--inter-gbps", a.inter_gbps,
+                  "network line rate per GPU in Gb/s (default 400: one NDR InfiniBand NIC)");
+  sim->add_option("--inter-latency-us", a.inter_latency_us,
+                  "network latency of one step in us (default 5)");
+  sim->add_option("--intra-busbw", a.intra_busbw_gbps,
+                  "intra-node all-reduce bus bandwidth in GB/s (replaces the fit)");
+  sim->add_option("--intra-latency-us", a.intra_latency_us,
+                  "intra-node latency of one ring step in us (with --intra-busbw)");
+  sim->add_option("--overlap", a.overlap,
+                  "fraction of communication hidden behind backward (default: measured)");
   sim->add_option("--out", a.out, "folder for simulation.txt, simulation.json and simulation.png");
   return sim;
 }
@@ -72,7 +82,8 @@ int run_simulate_command(const SimulateArgs& a) {
   }
   c.gpus_per_node = a.gpus_per_node;
   if (a.intra_busbw_gbps) {
-    c.intra = LinkModel{a.intra_latency_us.value_or(kDefaultIntraAlphaUs), *a.intra_busbw_gbps, "given: --intra-busbw"};
+    c.intra = LinkModel{a.intra_latency_us.value_or(kDefaultIntraAlphaUs), *a.intra_busbw_gbps,
+                        "given: --intra-busbw"};
   } else {
     LOOM_CHECK(!a.intra_latency_us, "--intra-latency-us goes with --intra-busbw");
   }

@@ -1,11 +1,10 @@
 // `loom-scaling simulate`: its flags (CLI11) and its run, over simulate.h.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace loom::scaling {
 
@@ -15,7 +14,7 @@ struct SimulateArgs {
   std::string collectives;  // collectives_bench --json lines (optional)
   int gpus_per_node = 8;
   std::optional<double> inter_gbps, inter_latency_us, intra_busbw_gbps, intra_latency_us, overlap;
-  std::string out;          // a folder for simulation.txt, simulation.json and simulation.png
+  std::string out;  // a folder for simulation.txt, simulation.json and simulation.png
 };
 
 // Adds the subcommand to `app`, its flags bound to `args`.

@@ -2,11 +2,11 @@
 // time, the loader's wait included when the GPU runs dry), the host clock on the CPU.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <chrono>
 #include <memory>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::scaling {
 
@@ -16,7 +16,8 @@ class StepClock {
   // Room for `steps` steps: their events are made now, not between the steps.
   StepClock(Device device, int steps) : device_(device) {
     if (device.is_cuda()) {
-      for (int i = 0; i <= steps; ++i) marks_.push_back(std::make_unique<cuda::Event>(device.index));
+      for (int i = 0; i <= steps; ++i)
+        marks_.push_back(std::make_unique<cuda::Event>(device.index));
     }
   }
   // Mark i (0 before the first step, i after step i).
@@ -32,7 +33,8 @@ class StepClock {
     std::vector<double> ms;
     if (device_.is_cuda()) {
       marks_.back()->synchronize();
-      for (size_t i = 0; i + 1 < marks_.size(); ++i) ms.push_back(cuda::Event::elapsed_ms(*marks_[i], *marks_[i + 1]));
+      for (size_t i = 0; i + 1 < marks_.size(); ++i)
+        ms.push_back(cuda::Event::elapsed_ms(*marks_[i], *marks_[i + 1]));
     } else {
       for (size_t i = 0; i + 1 < host_.size(); ++i) {
         ms.push_back(std::chrono::duration<double, std::milli>(host_[i + 1] - host_[i]).count());

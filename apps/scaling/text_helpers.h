@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace loom::scaling::text {
 
@@ -28,7 +27,8 @@ inline std::string fixed(double value, int digits) {
 
 // The number at `key`, or nothing when the field is absent or not a number.
 inline std::optional<double> optional_number(const nlohmann::json& object, const std::string& key) {
-  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number()) return std::nullopt;
+  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number())
+    return std::nullopt;
   return object.at(key).get<double>();
 }
 

@@ -20,7 +20,8 @@ class EpochClock : public train::Callback {
   }
   void on_epoch_end(train::TrainContext& ctx, const train::EpochMetrics& metrics) override {
     if (ctx.rank != 0) return;
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     const auto it = metrics.find("val_accuracy");
     accuracy.push_back(it != metrics.end() ? it->second : 0.0);
   }
@@ -37,10 +38,11 @@ std::string catdog_step_mode(const Config& c, int world_size) {
 }
 
 void check_accuracy_config(const Config& c, const AccuracyConfig& a) {
-  LOOM_CHECK(c.data != "synthetic", "--time-to-accuracy trains on photographs: give --data DIR "
+  LOOM_CHECK(c.data != "synthetic",
+             "--time-to-accuracy trains on photographs: give --data DIR "
              "(a folder with train/ and val/ class folders)");
-  LOOM_CHECK(a.target > 0.0 && a.target <= 1.0, "--time-to-accuracy: the target is an accuracy in (0, 1], got ",
-             a.target);
+  LOOM_CHECK(a.target > 0.0 && a.target <= 1.0,
+             "--time-to-accuracy: the target is an accuracy in (0, 1], got ", a.target);
   LOOM_CHECK(a.epochs >= 1, "--tta-epochs must be at least 1, got ", a.epochs);
   LOOM_CHECK(!a.out_dir.empty(), "--time-to-accuracy needs --out DIR for its models and logs");
 }
@@ -51,8 +53,8 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
   run.target = a.target;
   const double lr = catdog::TrainArgs().lr;
   run.lr_rule = detail::concat(
-      "linear: lr = ", lr, " x ranks (Goyal et al. 2017: the global batch is ranks x ", c.batch_per_rank,
-      "), reached from ", lr, " by a linear warmup over ", a.warmup_epochs,
+      "linear: lr = ", lr, " x ranks (Goyal et al. 2017: the global batch is ranks x ",
+      c.batch_per_rank, "), reached from ", lr, " by a linear warmup over ", a.warmup_epochs,
       " epochs, iteration by iteration; applied to Adam unchanged (betas 0.9/0.999)");
   for (int n : c.world_sizes) {
     AccuracyRow row;
@@ -61,8 +63,10 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     row.epochs = a.epochs;
     if (c.placement == Placement::Gpus && n > cuda_device_count()) {
       LOOM_CHECK(c.skip_missing, "--gpus ", n, ": this machine has ", cuda_device_count(), " GPU",
-                 cuda_device_count() == 1 ? "" : "s", " (--skip-missing reports such rows as not run)");
-      row.note = detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
+                 cuda_device_count() == 1 ? "" : "s",
+                 " (--skip-missing reports such rows as not run)");
+      row.note =
+          detail::concat("not run: needs ", n, " GPUs, this machine has ", cuda_device_count());
       run.rows.push_back(row);
       continue;
     }
@@ -79,7 +83,8 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     t.scale_lr = "linear";
     t.warmup_epochs = a.warmup_epochs;
     row.lr = t.lr * n;  // the linear rule's peak, as loom-catdog's make_lr_plan sets it
-    const std::string stem = (std::filesystem::path(a.out_dir) / detail::concat("tta_world", n)).string();
+    const std::string stem =
+        (std::filesystem::path(a.out_dir) / detail::concat("tta_world", n)).string();
     t.out = stem + ".safetensors";
     t.save = "last";  // written once, after the clock: the best epoch's rewrites would be timed
     t.metrics = stem + ".metrics.csv";
@@ -96,7 +101,8 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     auto clock = std::make_shared<EpochClock>();
     t.callbacks.push_back(clock);
     catdog::run_train(t);  // its progress lines are the run's log
-    LOOM_CHECK(!clock->accuracy.empty(), "--time-to-accuracy: the world of ", n, " trained no epoch");
+    LOOM_CHECK(!clock->accuracy.empty(), "--time-to-accuracy: the world of ", n,
+               " trained no epoch");
     row.ran = true;
     row.final_accuracy = clock->accuracy.back();
     row.seconds = clock->seconds.back();

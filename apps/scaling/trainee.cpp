@@ -14,7 +14,9 @@ double ms_since(StepClock::Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(StepClock::Clock::now() - start).count();
 }
 
-Tensor bce(const Tensor& outputs, const Tensor& labels) { return nn::binary_cross_entropy_with_logits(outputs, labels); }
+Tensor bce(const Tensor& outputs, const Tensor& labels) {
+  return nn::binary_cross_entropy_with_logits(outputs, labels);
+}
 
 }  // namespace
 
@@ -34,15 +36,17 @@ class Batches {
     }
     data::DataLoaderOptions o;
     o.batch_size = batch;
-    o.drop_last = true;  // every step the same shape
+    o.drop_last = true;                        // every step the same shape
     o.on_bad_input = data::OnBadInput::Throw;  // decoded already: a batch never shrinks
     o.num_workers = workers;
     o.device = device;
     o.augment = data::AugmentOptions::torchvision_seed(0);
     const data::Dataset& train = *source.set->images;
-    LOOM_CHECK(train.size() / shard.world_size >= batch, "--data ", source.train_dir, ": ", train.size(),
-               " images do not make one batch of ", batch, " for each of ", shard.world_size, " ranks");
-    loader_ = std::make_unique<data::DataLoader>(train, data::train_shard_options(o, train.size(), shard));
+    LOOM_CHECK(train.size() / shard.world_size >= batch, "--data ", source.train_dir, ": ",
+               train.size(), " images do not make one batch of ", batch, " for each of ",
+               shard.world_size, " ranks");
+    loader_ = std::make_unique<data::DataLoader>(train,
+                                                 data::train_shard_options(o, train.size(), shard));
     loader_->start_epoch(0);
   }
 
@@ -75,15 +79,18 @@ class Batches {
 bool captures_steps(const Config& c, Device device, const dist::GroupPtr& group) {
   if (c.graph == "off") return false;
   const bool capturable = device.is_cuda() && (!group || group->captures_collectives());
-  LOOM_CHECK(capturable || c.graph == "auto", "--graph on: a CUDA graph needs a CUDA device and, with DDP, "
-             "collectives it can hold (NCCL); this rank is on ", device.str(),
-             group ? detail::concat(" over ", group->backend()) : std::string(), "; use --graph auto or off");
+  LOOM_CHECK(capturable || c.graph == "auto",
+             "--graph on: a CUDA graph needs a CUDA device and, with DDP, "
+             "collectives it can hold (NCCL); this rank is on ",
+             device.str(), group ? detail::concat(" over ", group->backend()) : std::string(),
+             "; use --graph auto or off");
   return capturable;
 }
 
-Trainee::Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group,
-                 const PipelineSpec* pipeline)
-    : device_(device), devices_(pipeline ? pipeline->devices : std::vector<Device>{device}),
+Trainee::Trainee(const Config& c, const ImageSource& source, int64_t batch, Device device,
+                 const dist::GroupPtr& group, const PipelineSpec* pipeline)
+    : device_(device),
+      devices_(pipeline ? pipeline->devices : std::vector<Device>{device}),
       autocast_(c.precision == "bf16" && device.is_cuda()) {
   std::shared_ptr<nn::Sequential> model;
   {
@@ -109,7 +116,8 @@ Trainee::Trainee(const Config& c, const ImageSource& source, int64_t batch, Devi
     ddp_ = std::make_shared<dist::DistributedDataParallel>(model_, group);
     result_.buckets = ddp_->buckets();
   }
-  adam_ = std::make_unique<optim::Adam>(trained().parameters(), optim::GroupOptions().with_lr(1e-3));
+  adam_ =
+      std::make_unique<optim::Adam>(trained().parameters(), optim::GroupOptions().with_lr(1e-3));
   if (!pipeline && captures_steps(c, device, group)) {
     train::CapturedStep::Options options;
     options.autocast = autocast_;
@@ -120,9 +128,9 @@ Trainee::Trainee(const Config& c, const ImageSource& source, int64_t batch, Devi
     captured_ = std::make_unique<train::CapturedStep>(trained(), bce, *adam_, options);
     result_.step_mode = "graph";
   }
-  batches_ = std::make_unique<Batches>(source, batch, device, c.workers,
-                                       group ? data::Shard{group->rank(), group->size()} : data::Shard{},
-                                       c.channels_last);
+  batches_ = std::make_unique<Batches>(
+      source, batch, device, c.workers,
+      group ? data::Shard{group->rank(), group->size()} : data::Shard{}, c.channels_last);
 }
 
 Trainee::~Trainee() = default;
@@ -175,7 +183,8 @@ void Trainee::timed_block(int steps) {
     result_.loader_wait_ms.push_back(step());
     clock.mark(i + 1);
   }
-  if (captured_) result_.timed_eager_steps += static_cast<int>(captured_->eager_steps() - eager_before);
+  if (captured_)
+    result_.timed_eager_steps += static_cast<int>(captured_->eager_steps() - eager_before);
 }
 
 RankResult Trainee::finish() {

@@ -5,10 +5,10 @@
 // every rank's median) are rank_run's.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <memory>
 #include <vector>
-
-#include <loom/loom.h>
 
 #include "rank_run.h"
 #include "step_clock.h"
@@ -27,8 +27,8 @@ class Trainee {
  public:
   // group: DDP over it (null: the plain model); pipeline: the model cut into its stages instead
   // (never captured: a pipeline's stages run op by op on their own streams).
-  Trainee(const Config& config, const ImageSource& source, int64_t batch, Device device, const dist::GroupPtr& group,
-          const PipelineSpec* pipeline = nullptr);
+  Trainee(const Config& config, const ImageSource& source, int64_t batch, Device device,
+          const dist::GroupPtr& group, const PipelineSpec* pipeline = nullptr);
   ~Trainee();
 
   // One training step; returns the host's wait for its batch.
@@ -57,7 +57,8 @@ class Trainee {
   std::shared_ptr<dist::DistributedDataParallel> ddp_;
   std::shared_ptr<dist::PipelineParallel> pipe_;
   std::unique_ptr<optim::Adam> adam_;
-  std::unique_ptr<train::CapturedStep> captured_;  // after adam_: destroyed before the model it steps
+  std::unique_ptr<train::CapturedStep>
+      captured_;  // after adam_: destroyed before the model it steps
   std::unique_ptr<Batches> batches_;
   Tensor images_, labels_;
   std::vector<std::unique_ptr<StepClock>> clocks_;

@@ -13,7 +13,8 @@ namespace {
 // its index i is the i-th decoded sample (and the file that gave it can be named).
 class DecodeRecord : public data::Dataset {
  public:
-  explicit DecodeRecord(const data::Dataset& source) : source_(source), decoded_(source.size(), 0) {}
+  explicit DecodeRecord(const data::Dataset& source)
+      : source_(source), decoded_(source.size(), 0) {}
   int64_t size() const override { return source_.size(); }
   data::Example get(int64_t index) const override {
     data::Example e = source_.get(index);
@@ -39,7 +40,8 @@ namespace {
 // "decoding DIR: k/N images", redrawn at most ten times a second, on a terminal only.
 data::InMemoryDataset::Progress decode_progress(std::ostream* out, const std::string& dir) {
   if (!train::is_terminal(out)) return nullptr;
-  return [out, dir, last = std::chrono::steady_clock::time_point()](int64_t done, int64_t total) mutable {
+  return [out, dir, last = std::chrono::steady_clock::time_point()](int64_t done,
+                                                                    int64_t total) mutable {
     const auto now = std::chrono::steady_clock::now();
     if (done == total) {
       *out << "\r\033[K" << std::flush;
@@ -47,16 +49,16 @@ data::InMemoryDataset::Progress decode_progress(std::ostream* out, const std::st
     }
     if (now - last < std::chrono::milliseconds(100)) return;
     last = now;
-    const std::string line = "decoding " + dir + ": " + std::to_string(done) + "/" + std::to_string(total) +
-                             " images";
+    const std::string line =
+        "decoding " + dir + ": " + std::to_string(done) + "/" + std::to_string(total) + " images";
     *out << "\r" << train::fit_line({line}, train::terminal_columns(out)) << "\033[K" << std::flush;
   };
 }
 
 }  // namespace
 
-ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads, data::OnBadInput on_bad_input,
-                        std::ostream* progress) {
+ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
+                        data::OnBadInput on_bad_input, std::ostream* progress) {
   // By default a photograph that does not decode is left out with a warning line, as in a long
   // run one bad file should not cost the whole training.
   data::ImageFolderOptions options;
@@ -70,14 +72,17 @@ ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int 
     // input must not make that gigabytes of memory.
     const double bytes = static_cast<double>(set.folder->size()) * static_cast<double>(p.height) *
                          static_cast<double>(p.width) * static_cast<double>(p.channels);
-    LOOM_CHECK(bytes <= kMaxDecodedSetBytes, dir, ": ", set.folder->size(), " images at ", p.height, "x", p.width,
-               "x", p.channels, " would take ", static_cast<int64_t>(bytes / (1 << 20)), " MiB decoded, over the limit of ",
-               kMaxDecodedSetBytes / (1 << 20), " MiB (the model's input size comes from its preprocessing)");
+    LOOM_CHECK(bytes <= kMaxDecodedSetBytes, dir, ": ", set.folder->size(), " images at ", p.height,
+               "x", p.width, "x", p.channels, " would take ",
+               static_cast<int64_t>(bytes / (1 << 20)), " MiB decoded, over the limit of ",
+               kMaxDecodedSetBytes / (1 << 20),
+               " MiB (the model's input size comes from its preprocessing)");
     record = std::make_unique<DecodeRecord>(*set.folder);
-    set.images = std::make_unique<data::InMemoryDataset>(*record, std::max(threads, 1), on_bad_input,
-                                                         decode_progress(progress, dir));
+    set.images = std::make_unique<data::InMemoryDataset>(
+        *record, std::max(threads, 1), on_bad_input, decode_progress(progress, dir));
   } catch (const data::BadSample& e) {
-    throw data::BadSample(::loom::detail::concat(e.what(), " (--strict: every image must be usable)"));
+    throw data::BadSample(
+        ::loom::detail::concat(e.what(), " (--strict: every image must be usable)"));
   }
   set.files = record->decoded();
   LOOM_ASSERT(static_cast<int64_t>(set.files.size()) == set.images->size());

@@ -3,13 +3,13 @@
 // photograph runs alike.
 #pragma once
 
+#include <loom/loom.h>
+
 #include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::vision {
 
@@ -25,11 +25,14 @@ struct ImageSet {
   std::unique_ptr<data::InMemoryDataset> images;
   std::vector<int64_t> files;  // images' index i is the folder's file files[i]
   const std::vector<std::string>& classes() const { return folder->classes(); }
-  const std::string& path(int64_t i) const { return folder->path(files.at(static_cast<size_t>(i))); }
+  const std::string& path(int64_t i) const {
+    return folder->path(files.at(static_cast<size_t>(i)));
+  }
 };
 // Over kMaxDecodedSetBytes of decoded images is an error before any is decoded. When `progress`
 // is a terminal, a line there counts the images decoded (and is erased at the end).
 ImageSet load_image_set(const std::string& dir, const io::Preprocessing& p, int threads,
-                        data::OnBadInput on_bad_input = data::OnBadInput::Skip, std::ostream* progress = nullptr);
+                        data::OnBadInput on_bad_input = data::OnBadInput::Skip,
+                        std::ostream* progress = nullptr);
 
 }  // namespace loom::vision

@@ -17,7 +17,8 @@ constexpr double kPi = 3.14159265358979323846;
 // 3x3 row-major product a * b (only the affine part matters; the last row stays 0 0 1).
 void matmul3(const double a[9], const double b[9], double out[9]) {
   for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) out[3 * r + c] = a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c];
+    for (int c = 0; c < 3; ++c)
+      out[3 * r + c] = a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c];
 }
 
 void times(double acc[9], const double m[9]) {
@@ -56,7 +57,9 @@ AffineParams draw_transform(const AugmentOptions& o, int64_t height, int64_t wid
   // One key per (seed, epoch); counters 8 * index + k for the k-th draw of the sample.
   const uint64_t key = random_bits::hash(o.seed, static_cast<uint64_t>(epoch));
   const uint64_t base = 8 * static_cast<uint64_t>(index);
-  auto uniform = [&](int k, double lo, double hi) { return lo + (hi - lo) * random_bits::uniform(key, base + k); };
+  auto uniform = [&](int k, double lo, double hi) {
+    return lo + (hi - lo) * random_bits::uniform(key, base + k);
+  };
   AffineParams p;
   if (o.rotation_range != 0.0) p.theta = uniform(0, -o.rotation_range, o.rotation_range);
   if (o.height_shift_range != 0.0) {
@@ -82,7 +85,8 @@ SampleTransform transform_matrix(const AffineParams& p, int64_t height, int64_t 
   const double theta = p.theta * kPi / 180.0, shear = p.shear * kPi / 180.0;
   const double o_r = width / 2.0 - 0.5, o_c = height / 2.0 - 0.5;
   double t[9] = {1, 0, o_r, 0, 1, o_c, 0, 0, 1};
-  const double rotation[9] = {std::cos(theta), std::sin(theta), 0, -std::sin(theta), std::cos(theta), 0, 0, 0, 1};
+  const double rotation[9] = {
+      std::cos(theta), std::sin(theta), 0, -std::sin(theta), std::cos(theta), 0, 0, 0, 1};
   const double shift[9] = {1, 0, p.ty, 0, 1, p.tx, 0, 0, 1};
   const double shearing[9] = {std::cos(shear), 0, 0, -std::sin(shear), 1, 0, 0, 0, 1};
   const double zoom[9] = {p.zy, 0, 0, 0, p.zx, 0, 0, 0, 1};
@@ -115,11 +119,12 @@ WarpConstants warp_constants(const AugmentOptions& options, int64_t h, int64_t w
 }
 
 void check_augment_options(const AugmentOptions& o, int64_t channels) {
-  LOOM_CHECK(channels >= 1 && channels <= 4, "augment: images must have 1 to 4 channels, got ", channels);
+  LOOM_CHECK(channels >= 1 && channels <= 4, "augment: images must have 1 to 4 channels, got ",
+             channels);
   LOOM_CHECK(o.mean.empty() || static_cast<int64_t>(o.mean.size()) == channels,
              "augment: mean has ", o.mean.size(), " values for ", channels, " channels");
-  LOOM_CHECK(o.std.empty() || static_cast<int64_t>(o.std.size()) == channels,
-             "augment: std has ", o.std.size(), " values for ", channels, " channels");
+  LOOM_CHECK(o.std.empty() || static_cast<int64_t>(o.std.size()) == channels, "augment: std has ",
+             o.std.size(), " values for ", channels, " channels");
   for (double s : o.std) LOOM_CHECK(s > 0.0, "augment: std values must be positive, got ", s);
   LOOM_CHECK(o.zoom_low > 0.0 && o.zoom_low <= o.zoom_high, "augment: zoom range [", o.zoom_low,
              ", ", o.zoom_high, "] must be positive and ordered");
@@ -141,7 +146,8 @@ void warp_image_cpu(const uint8_t* image, int64_t h, int64_t w, int64_t c, const
 Tensor augment_image(const Tensor& image, const SampleTransform& t, const AugmentOptions& options) {
   LOOM_CHECK(image.dim() == 3 && image.dtype() == kUInt8 && image.device().is_cpu(),
              "augment_image: expected a uint8 [height, width, channels] CPU tensor, got ",
-             dtype_name(image.dtype()), " ", shape_str(image.shape()), " on ", image.device().str());
+             dtype_name(image.dtype()), " ", shape_str(image.shape()), " on ",
+             image.device().str());
   const Tensor src = image.contiguous();
   const int64_t h = src.size(0), w = src.size(1), c = src.size(2);
   detail::check_augment_options(options, c);
@@ -150,20 +156,22 @@ Tensor augment_image(const Tensor& image, const SampleTransform& t, const Augmen
   return out;
 }
 
-Tensor augment_batch(const Tensor& images, const Tensor& transforms, const AugmentOptions& options) {
+Tensor augment_batch(const Tensor& images, const Tensor& transforms,
+                     const AugmentOptions& options) {
   LOOM_CHECK(images.dim() == 4 && images.dtype() == kUInt8,
              "augment_batch: expected uint8 images [N, H, W, C], got ", dtype_name(images.dtype()),
              " ", shape_str(images.shape()));
-  LOOM_CHECK(transforms.dim() == 2 && transforms.dtype() == kFloat64 && transforms.size(0) == images.size(0) &&
-                 transforms.size(1) == 7,
+  LOOM_CHECK(transforms.dim() == 2 && transforms.dtype() == kFloat64 &&
+                 transforms.size(0) == images.size(0) && transforms.size(1) == 7,
              "augment_batch: expected float64 transforms [", images.size(0), ", 7], got ",
              dtype_name(transforms.dtype()), " ", shape_str(transforms.shape()));
-  LOOM_CHECK(images.device() == transforms.device(), "augment_batch: images on ", images.device().str(),
-             " but transforms on ", transforms.device().str());
+  LOOM_CHECK(images.device() == transforms.device(), "augment_batch: images on ",
+             images.device().str(), " but transforms on ", transforms.device().str());
   detail::check_augment_options(options, images.size(3));
   if (images.is_cuda()) {
     Tensor out;
-    LOOM_CUDA_DISPATCH("augment_batch", out = detail::augment_batch_cuda(images, transforms, options));
+    LOOM_CUDA_DISPATCH("augment_batch",
+                       out = detail::augment_batch_cuda(images, transforms, options));
     return out;
   }
   const Tensor src = images.contiguous(), tr = transforms.contiguous();
@@ -172,9 +180,13 @@ Tensor augment_batch(const Tensor& images, const Tensor& transforms, const Augme
   const uint8_t* in = src.data_ptr<uint8_t>();
   const double* m = tr.data_ptr<double>();
   float* dst = out.data_ptr<float>();
-  parallel_for(n, [&](int64_t s) {
-    detail::warp_image_cpu(in + s * h * w * c, h, w, c, m + 7 * s, options, dst + s * c * h * w);
-  }, 1);
+  parallel_for(
+      n,
+      [&](int64_t s) {
+        detail::warp_image_cpu(in + s * h * w * c, h, w, c, m + 7 * s, options,
+                               dst + s * c * h * w);
+      },
+      1);
   return out;
 }
 

@@ -24,13 +24,13 @@ struct AugmentOptions {
   double shear_range = 0.0;         // degrees (Keras 2): shear uniform in [-s, s]
   double zoom_low = 1.0;            // zx and zy drawn independently in [zoom_low, zoom_high]
   double zoom_high = 1.0;
-  bool isotropic_zoom = false;      // one factor for both axes (torchvision's scale) instead
+  bool isotropic_zoom = false;  // one factor for both axes (torchvision's scale) instead
   bool horizontal_flip = false;
-  FillMode fill_mode = FillMode::Nearest;  // Keras' default
+  FillMode fill_mode = FillMode::Nearest;                         // Keras' default
   WarpInterpolation interpolation = WarpInterpolation::Bilinear;  // Keras' order=1
-  double cval = 0.0;                // Constant fill, in input units (before rescale)
-  std::vector<double> mean;         // per channel, after rescale; empty for none
-  std::vector<double> std;          // per channel, after rescale; empty for none
+  double cval = 0.0;         // Constant fill, in input units (before rescale)
+  std::vector<double> mean;  // per channel, after rescale; empty for none
+  std::vector<double> std;   // per channel, after rescale; empty for none
   uint64_t seed = 0;
 
   // Keras' zoom_range=z: [1 - z, 1 + z].
@@ -92,7 +92,8 @@ void check_augment_options(const AugmentOptions& options, int64_t channels);
 // The CPU warp of one sample into out[C * H * W].
 void warp_image_cpu(const uint8_t* image, int64_t h, int64_t w, int64_t c, const double* m,
                     const AugmentOptions& options, float* out);
-Tensor augment_batch_cuda(const Tensor& images, const Tensor& transforms, const AugmentOptions& options);
+Tensor augment_batch_cuda(const Tensor& images, const Tensor& transforms,
+                          const AugmentOptions& options);
 }  // namespace detail
 
 }  // namespace loom::data

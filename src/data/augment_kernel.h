@@ -17,7 +17,7 @@ struct WarpConstants {
   int nearest;        // 1: read the nearest pixel; 0: bilinear
   double cval;
   double rescale;
-  double mean[4];  // per channel (up to 4), 0 when unused
+  double mean[4];     // per channel (up to 4), 0 when unused
   double inv_std[4];  // per channel, 1 when unused
 };
 

@@ -41,10 +41,10 @@ struct DataLoader::Slot {
   int id = 0;
   int64_t batch = -1;
   bool ready = false;
-  int64_t capacity = 0;   // samples the batch may hold
-  int64_t count = 0;      // samples it holds (bad ones are left out)
+  int64_t capacity = 0;  // samples the batch may hold
+  int64_t count = 0;     // samples it holds (bad ones are left out)
   int64_t skipped = 0;
-  Shape image_shape;      // [H, W, C] of the batch's samples
+  Shape image_shape;  // [H, W, C] of the batch's samples
   std::exception_ptr error;
   Tensor images, labels;  // CPU delivery: this batch's own tensors
   HostBuffer staging;     // CUDA delivery: reused across batches
@@ -64,13 +64,15 @@ struct DataLoader::Shared {
 
 DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options)
     : dataset_(dataset), options_(std::move(options)), shared_(std::make_unique<Shared>()) {
-  LOOM_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size);
-  LOOM_CHECK(options_.num_workers >= 0, "DataLoader: num_workers must be non-negative, got ", options_.num_workers);
-  LOOM_CHECK(options_.prefetch_batches >= 0, "DataLoader: prefetch_batches must be non-negative, got ",
-             options_.prefetch_batches);
+  LOOM_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ",
+             options_.batch_size);
+  LOOM_CHECK(options_.num_workers >= 0, "DataLoader: num_workers must be non-negative, got ",
+             options_.num_workers);
+  LOOM_CHECK(options_.prefetch_batches >= 0,
+             "DataLoader: prefetch_batches must be non-negative, got ", options_.prefetch_batches);
   LOOM_CHECK(!options_.augment_on_device || options_.device.is_cuda(),
              "DataLoader: augment_on_device needs a CUDA device, got ", options_.device.str());
-  prefetch_ = options_.num_workers == 0 ? 1
+  prefetch_ = options_.num_workers == 0       ? 1
               : options_.prefetch_batches > 0 ? options_.prefetch_batches
                                               : 2 * options_.num_workers;
   for (int i = 0; i < prefetch_; ++i) {
@@ -82,7 +84,8 @@ DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options)
   }
   if (!options_.sampler) {
     options_.sampler = options_.shuffle
-                           ? std::shared_ptr<const Sampler>(std::make_shared<RandomSampler>(dataset_.size(), options_.seed))
+                           ? std::shared_ptr<const Sampler>(
+                                 std::make_shared<RandomSampler>(dataset_.size(), options_.seed))
                            : std::make_shared<SequentialSampler>(dataset_.size());
   }
 }
@@ -109,8 +112,8 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   }
   const int64_t n = static_cast<int64_t>(order_.size()), bs = options_.batch_size;
   num_batches_ = options_.drop_last ? n / bs : (n + bs - 1) / bs;
-  LOOM_CHECK(first_batch >= 0 && first_batch <= num_batches_, "DataLoader: cannot start epoch ", epoch,
-             " at batch ", first_batch, ": it has ", num_batches_, " batches");
+  LOOM_CHECK(first_batch >= 0 && first_batch <= num_batches_, "DataLoader: cannot start epoch ",
+             epoch, " at batch ", first_batch, ": it has ", num_batches_, " batches");
   skipped_ = 0;
   finished_ = false;
   shared_->next_claim = first_batch;
@@ -120,7 +123,8 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
     slot->batch = -1;
   }
   shared_->stop = false;
-  for (int w = 0; w < options_.num_workers; ++w) shared_->workers.emplace_back([this] { worker_loop(); });
+  for (int w = 0; w < options_.num_workers; ++w)
+    shared_->workers.emplace_back([this] { worker_loop(); });
 }
 
 void DataLoader::worker_loop() {
@@ -157,7 +161,8 @@ void DataLoader::fill(int64_t batch, Slot& slot) {
   const bool to_cuda = options_.device.is_cuda();
   const bool raw = options_.augment_on_device;
   const int64_t begin = batch * options_.batch_size;
-  const int64_t end = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+  const int64_t end =
+      std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
   slot.capacity = end - begin;
   try {
     if (to_cuda) shared_->transfer->wait_host_free(slot.id);
@@ -174,23 +179,25 @@ void DataLoader::fill(int64_t batch, Slot& slot) {
       }
       const Tensor& img = example.image;
       LOOM_CHECK(img.defined() && img.dim() == 3 && img.dtype() == kUInt8 && img.device().is_cpu(),
-                 "DataLoader: sample ", index, " is not a uint8 [height, width, channels] CPU image");
+                 "DataLoader: sample ", index,
+                 " is not a uint8 [height, width, channels] CPU image");
       const int64_t h = img.size(0), w = img.size(1), c = img.size(2);
       if (slot.count == 0) {
         detail::check_augment_options(options_.augment, c);
         slot.image_shape = img.shape();
         if (to_cuda) {
-          slot.staging.reserve(StagingLayout(slot.capacity, h * w * c, raw).total, options_.pin_memory,
-                               to_cuda ? options_.device.index : 0);
+          slot.staging.reserve(StagingLayout(slot.capacity, h * w * c, raw).total,
+                               options_.pin_memory, to_cuda ? options_.device.index : 0);
         } else {
           slot.images = empty({slot.capacity, c, h, w}, kFloat32);
           slot.labels = empty({slot.capacity}, kInt64);
         }
       }
       LOOM_CHECK(img.shape() == slot.image_shape, "DataLoader: sample ", index, " has shape ",
-                 shape_str(img.shape()), " but batch ", batch, " started with ", shape_str(slot.image_shape),
-                 " (give the dataset one decode size)");
-      const SampleTransform t = transform_matrix(draw_transform(options_.augment, h, w, epoch_, index), h, w);
+                 shape_str(img.shape()), " but batch ", batch, " started with ",
+                 shape_str(slot.image_shape), " (give the dataset one decode size)");
+      const SampleTransform t =
+          transform_matrix(draw_transform(options_.augment, h, w, epoch_, index), h, w);
       const Tensor src = img.contiguous();
       const int64_t pixels = h * w * c, at = slot.count;
       if (!to_cuda) {
@@ -202,7 +209,8 @@ void DataLoader::fill(int64_t batch, Slot& slot) {
         auto* base = static_cast<uint8_t*>(slot.staging.data());
         reinterpret_cast<int64_t*>(base + layout.labels)[at] = example.label;
         if (raw) {
-          std::memcpy(base + layout.images + at * pixels, src.data_ptr<uint8_t>(), static_cast<size_t>(pixels));
+          std::memcpy(base + layout.images + at * pixels, src.data_ptr<uint8_t>(),
+                      static_cast<size_t>(pixels));
           std::memcpy(base + layout.transforms + at * 7 * sizeof(double), t.m, 7 * sizeof(double));
         } else {
           detail::warp_image_cpu(src.data_ptr<uint8_t>(), h, w, c, t.m, options_.augment,
@@ -219,7 +227,8 @@ void DataLoader::fill(int64_t batch, Slot& slot) {
 // Turns a filled slot into the caller's Batch (for CUDA: enqueues the upload; the slot's host
 // memory stays busy until the copy's event).
 Batch DataLoader::deliver(Slot& slot) {
-  const int64_t n = slot.count, h = slot.image_shape[0], w = slot.image_shape[1], c = slot.image_shape[2];
+  const int64_t n = slot.count, h = slot.image_shape[0], w = slot.image_shape[1],
+                c = slot.image_shape[2];
   Batch out;
   if (!options_.device.is_cuda()) {
     out.images = n == slot.capacity ? slot.images : slot.images.narrow(0, 0, n);
@@ -235,7 +244,8 @@ Batch DataLoader::deliver(Slot& slot) {
   out.labels = empty({n}, TensorOptions(kInt64).device(dev));
   if (!raw) {
     out.images = empty({n, c, h, w}, TensorOptions(kFloat32).device(dev));
-    shared_->transfer->upload(slot.id, {{base + layout.labels, out.labels}, {base + layout.images, out.images}});
+    shared_->transfer->upload(
+        slot.id, {{base + layout.labels, out.labels}, {base + layout.images, out.images}});
     return out;
   }
   Tensor pixels = empty({n, h, w, c}, TensorOptions(kUInt8).device(dev));
@@ -255,7 +265,8 @@ std::optional<Batch> DataLoader::next() {
     if (batch >= num_batches_) {
       finished_ = true;
       stop_workers();
-      if (skipped_ > 0) warn(concat("DataLoader: skipped ", skipped_, " bad samples in epoch ", epoch_));
+      if (skipped_ > 0)
+        warn(concat("DataLoader: skipped ", skipped_, " bad samples in epoch ", epoch_));
       return std::nullopt;
     }
     Slot& slot = *s.slots[batch % prefetch_];
@@ -296,14 +307,15 @@ namespace {
 // The options with `sampler` in place of the one shuffle and seed would make.
 DataLoaderOptions with_shard_sampler(DataLoaderOptions options, const char* which, Shard shard,
                                      std::shared_ptr<const Sampler> sampler) {
-  LOOM_CHECK(!options.sampler, which, ": the options already name a sampler; shard rank ", shard.rank,
-             " of ", shard.world_size, " would replace it");
+  LOOM_CHECK(!options.sampler, which, ": the options already name a sampler; shard rank ",
+             shard.rank, " of ", shard.world_size, " would replace it");
   options.sampler = std::move(sampler);
   return options;
 }
 }  // namespace
 
-DataLoaderOptions train_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard) {
+DataLoaderOptions train_shard_options(DataLoaderOptions options, int64_t dataset_size,
+                                      Shard shard) {
   if (shard.world_size == 1 && shard.rank == 0) return options;
   auto sampler = std::make_shared<DistributedSampler>(dataset_size, shard.rank, shard.world_size,
                                                       options.shuffle, options.seed);
@@ -312,7 +324,8 @@ DataLoaderOptions train_shard_options(DataLoaderOptions options, int64_t dataset
 
 DataLoaderOptions eval_shard_options(DataLoaderOptions options, int64_t dataset_size, Shard shard) {
   if (shard.world_size == 1 && shard.rank == 0) return options;
-  auto sampler = std::make_shared<DistributedEvalSampler>(dataset_size, shard.rank, shard.world_size);
+  auto sampler =
+      std::make_shared<DistributedEvalSampler>(dataset_size, shard.rank, shard.world_size);
   return with_shard_sampler(std::move(options), "eval_shard_options", shard, std::move(sampler));
 }
 

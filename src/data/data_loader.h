@@ -24,19 +24,19 @@ struct DataLoaderOptions {
   bool drop_last = false;  // leave out a final short batch
   uint64_t seed = 0;       // the shuffling seed (augmentation has its own in `augment`)
   std::shared_ptr<const Sampler> sampler;  // e.g. a DistributedSampler; overrides shuffle
-  int num_workers = 0;      // 0: batches are made in the calling thread, when asked for
+  int num_workers = 0;       // 0: batches are made in the calling thread, when asked for
   int prefetch_batches = 0;  // batches in flight at most; 0 means 2 per worker
   // The per-sample transform (identity with rescale only, for evaluation); see AugmentOptions.
   AugmentOptions augment;
-  Device device = kCPU;     // where batches are delivered
-  bool pin_memory = true;   // pinned staging buffers when the device is CUDA
+  Device device = kCPU;            // where batches are delivered
+  bool pin_memory = true;          // pinned staging buffers when the device is CUDA
   bool augment_on_device = false;  // CUDA only: upload uint8 and warp on the GPU
   OnBadInput on_bad_input = OnBadInput::Skip;
 };
 
 struct Batch {
-  Tensor images;  // float32 [B, C, H, W] on the loader's device
-  Tensor labels;  // int64 [B] on the loader's device
+  Tensor images;      // float32 [B, C, H, W] on the loader's device
+  Tensor labels;      // int64 [B] on the loader's device
   int64_t index = 0;  // batch number within the epoch
 };
 

@@ -64,8 +64,8 @@ int jpeg_scale_eighths(int64_t src_h, int64_t src_w, int64_t dst_h, int64_t dst_
 
 namespace detail {
 // Throws BadSample unless 0 < height, 0 < width and height * width <= options.max_pixels.
-void check_declared_size(const std::string& name, const char* format, int64_t height,
-                         int64_t width, const DecodeOptions& options);
+void check_declared_size(const std::string& name, const char* format, int64_t height, int64_t width,
+                         const DecodeOptions& options);
 // Throws BadSample unless height * width * bytes_per_pixel <= options.max_decode_bytes: the
 // pixel buffers a decoder is about to allocate. Returns that product.
 int64_t check_decoded_bytes(const std::string& name, const char* format, int64_t height,

@@ -2,12 +2,11 @@
 #include "loom/data/fashion_mnist.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
 #include <memory>
-
-#include <zlib.h>
 
 #include "loom/data/input_file.h"
 
@@ -30,8 +29,8 @@ IdxFile read_idx(const std::string& path, uint32_t magic) {
     while (done < n) {
       const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
       const int got = gzread(file.get(), static_cast<char*>(out) + done, chunk);
-      LOOM_CHECK(got > 0, "FashionMnist: ", path, " is truncated or corrupt (reading ", what,
-                 ", ", done, " of ", n, " bytes)");
+      LOOM_CHECK(got > 0, "FashionMnist: ", path, " is truncated or corrupt (reading ", what, ", ",
+                 done, " of ", n, " bytes)");
       done += static_cast<size_t>(got);
     }
   };
@@ -52,8 +51,8 @@ IdxFile read_idx(const std::string& path, uint32_t magic) {
     total *= idx.dims.back();
     // Checked per dimension, before the allocation: a few bytes of header must not allocate
     // gigabytes. The limit is 5x Fashion-MNIST's training images (47 MB).
-    LOOM_CHECK(total <= kMaxIdxBytes, "FashionMnist: ", path, " declares ", total, " bytes, over the limit of ",
-               kMaxIdxBytes);
+    LOOM_CHECK(total <= kMaxIdxBytes, "FashionMnist: ", path, " declares ", total,
+               " bytes, over the limit of ", kMaxIdxBytes);
   }
   idx.data.resize(static_cast<size_t>(total));
   read_exact(idx.data.data(), idx.data.size(), "the data");
@@ -85,9 +84,9 @@ FashionMnist::FashionMnist(const std::string& root, bool train) {
   detail::IdxFile labels = detail::read_idx(label_path, 0x801);
   LOOM_CHECK(images.dims.size() == 3, "FashionMnist: ", image_path, " has ", images.dims.size(),
              " dimensions, expected 3");
-  LOOM_CHECK(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], "FashionMnist: ",
-             label_path, " holds ", labels.dims.empty() ? 0 : labels.dims[0], " labels for ",
-             images.dims[0], " images in ", image_path);
+  LOOM_CHECK(labels.dims.size() == 1 && labels.dims[0] == images.dims[0],
+             "FashionMnist: ", label_path, " holds ", labels.dims.empty() ? 0 : labels.dims[0],
+             " labels for ", images.dims[0], " images in ", image_path);
   for (uint8_t l : labels.data) {
     LOOM_CHECK(l < 10, "FashionMnist: ", label_path, " holds label ", int(l), ", expected 0..9");
   }
@@ -106,8 +105,8 @@ Example FashionMnist::get(int64_t index) const {
 }
 
 const std::vector<std::string>& FashionMnist::classes() {
-  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress",
-                                                 "Coat",        "Sandal",  "Shirt",    "Sneaker",
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                  "Bag",         "Ankle boot"};
   return names;
 }

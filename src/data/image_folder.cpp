@@ -42,7 +42,8 @@ std::vector<std::string> list_folders(const fs::path& dir, std::error_code& ec) 
 
 // The entries of `dir` with an image file's name, sorted, each with what it is when it is not a
 // regular file (after symbolic links): "a folder", "a named pipe", ... or "" for a file.
-std::vector<std::pair<std::string, std::string>> list_images(const fs::path& dir, std::error_code& ec) {
+std::vector<std::pair<std::string, std::string>> list_images(const fs::path& dir,
+                                                             std::error_code& ec) {
   std::vector<std::pair<std::string, std::string>> entries;
   fs::directory_iterator it(dir, ec);
   if (ec) return entries;
@@ -50,9 +51,10 @@ std::vector<std::pair<std::string, std::string>> list_images(const fs::path& dir
     const std::string name = it->path().filename().string();
     if (!is_image_file_name(name)) continue;
     struct stat st {};
-    const std::string kind = ::stat(it->path().c_str(), &st) != 0 ? std::string("a dangling link or unreadable")
-                             : S_ISREG(st.st_mode)               ? std::string()
-                                                                 : std::string(file_kind(st.st_mode));
+    const std::string kind = ::stat(it->path().c_str(), &st) != 0
+                                 ? std::string("a dangling link or unreadable")
+                             : S_ISREG(st.st_mode) ? std::string()
+                                                   : std::string(file_kind(st.st_mode));
     entries.emplace_back(name, kind);
   }
   if (ec) return {};
@@ -103,7 +105,8 @@ void ImageFolder::scan_class_folders() {
     LOOM_CHECK(!ec, "ImageFolder: cannot read class folder ", dir.string(), ": ", ec.message());
     for (const auto& [name, kind] : entries) {
       if (!kind.empty()) {
-        bad_entry(concat("ImageFolder: ", (dir / name).string(), " is not a regular file (", kind, ")"));
+        bad_entry(
+            concat("ImageFolder: ", (dir / name).string(), " is not a regular file (", kind, ")"));
         continue;
       }
       files_.push_back((dir / name).string());
@@ -119,7 +122,8 @@ void ImageFolder::scan_flat() {
   std::vector<std::pair<std::string, std::string>> labelled;  // (class, file)
   for (const auto& [name, kind] : entries) {
     if (!kind.empty()) {
-      bad_entry(concat("ImageFolder: ", (fs::path(root_) / name).string(), " is not a regular file (", kind, ")"));
+      bad_entry(concat("ImageFolder: ", (fs::path(root_) / name).string(),
+                       " is not a regular file (", kind, ")"));
       continue;
     }
     const size_t first_dot = name.find('.');
@@ -163,8 +167,8 @@ void ImageFolder::check_every_class_decodes() const {
       }
     }
     const size_t n = members[label].size();
-    LOOM_CHECK(decodes, "ImageFolder: ", where, " has no image that decodes (", n, n == 1 ? " file" : " files",
-               ", the first: ", first_error, ")");
+    LOOM_CHECK(decodes, "ImageFolder: ", where, " has no image that decodes (", n,
+               n == 1 ? " file" : " files", ", the first: ", first_error, ")");
   }
 }
 

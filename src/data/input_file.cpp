@@ -45,7 +45,8 @@ const char* file_kind(unsigned mode) {
   return S_ISREG(mode) ? "a regular file" : "not a file";
 }
 
-int open_input_file(const std::string& path, uint64_t max_bytes, const char* limit_name, uint64_t* size) {
+int open_input_file(const std::string& path, uint64_t max_bytes, const char* limit_name,
+                    uint64_t* size) {
   struct stat st {};
   LOOM_CHECK(::stat(path.c_str(), &st) == 0, path, ": cannot open (", std::strerror(errno), ")");
   check_regular(path, st, max_bytes, limit_name);
@@ -71,9 +72,10 @@ std::string read_input_file(const std::string& path, uint64_t max_bytes, const c
   size_t have = 0;
   for (;;) {
     if (have == bytes.size()) {
-      LOOM_CHECK(have <= max_bytes, path, ": grew past the limit of ", max_bytes, " bytes while being read (",
-                 limit_name, ")");
-      bytes.resize(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(2 * have, 4096), max_bytes + 1)));
+      LOOM_CHECK(have <= max_bytes, path, ": grew past the limit of ", max_bytes,
+                 " bytes while being read (", limit_name, ")");
+      bytes.resize(
+          static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(2 * have, 4096), max_bytes + 1)));
     }
     const ssize_t n = ::read(file.fd, bytes.data() + have, bytes.size() - have);
     if (n == 0) break;

@@ -1,15 +1,18 @@
-// JPEG decoding (and encoding, which shares the error handling) through libjpeg(-turbo). libjpeg reports errors by a callback that must not
-// return, so it longjmps back to decode_jpeg; everything that must survive the jump lives on
-// the heap (JpegState), and no C++ object with a destructor is created between setjmp and the
-// calls that may jump.
+// JPEG decoding (and encoding, which shares the error handling) through libjpeg(-turbo). libjpeg
+// reports errors by a callback that must not return, so it longjmps back to decode_jpeg; everything
+// that must survive the jump lives on the heap (JpegState), and no C++ object with a destructor is
+// created between setjmp and the calls that may jump.
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 
+// jpeglib.h needs size_t and FILE declared before it, and jerror.h needs jpeglib.h.
+// clang-format off
 #include <jpeglib.h>
 #include <jerror.h>
+// clang-format on
 
 #include "loom/data/decode.h"
 #include "loom/data/encode.h"
@@ -57,12 +60,14 @@ void on_progress(j_common_ptr common) {
   if (scans > limits->max_scans) {
     std::snprintf(err->message, sizeof(err->message),
                   "JPEG has more than %d scans (DecodeOptions::max_jpeg_scans; a normal "
-                  "progressive file has about 10)", limits->max_scans);
+                  "progressive file has about 10)",
+                  limits->max_scans);
   } else if (scans * pixels > limits->max_work) {
     std::snprintf(err->message, sizeof(err->message),
                   "JPEG needs more decoding work than its size warrants: %d scans of %ux%u pixels "
                   "are over the limit of %lld pixel-scans (DecodeOptions::max_decode_work)",
-                  scans, cinfo->image_width, cinfo->image_height, static_cast<long long>(limits->max_work));
+                  scans, cinfo->image_width, cinfo->image_height,
+                  static_cast<long long>(limits->max_work));
   } else {
     return;
   }
@@ -86,7 +91,8 @@ struct JpegState {
 void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int64_t pixels) {
   for (int64_t i = 0; i < pixels; ++i) {
     const int k = cmyk[4 * i + 3];
-    for (int c = 0; c < 3; ++c) rgb[3 * i + c] = static_cast<uint8_t>((cmyk[4 * i + c] * k + 127) / 255);
+    for (int c = 0; c < 3; ++c)
+      rgb[3 * i + c] = static_cast<uint8_t>((cmyk[4 * i + c] * k + 127) / 255);
   }
 }
 
@@ -108,7 +114,8 @@ std::vector<uint8_t> encode_jpeg(const Tensor& image, int quality) {
   const Tensor src = detail::check_encodable(image, "encode_jpeg", 4);
   const int channels = static_cast<int>(src.size(2));
   LOOM_CHECK(channels != 2, "encode_jpeg: 2 channels (gray + alpha) cannot be stored as JPEG");
-  LOOM_CHECK(quality >= 1 && quality <= 100, "encode_jpeg: quality must be in 1..100, got ", quality);
+  LOOM_CHECK(quality >= 1 && quality <= 100, "encode_jpeg: quality must be in 1..100, got ",
+             quality);
   auto state = std::make_unique<JpegWriteState>();
   jpeg_compress_struct* cinfo = &state->cinfo;
   cinfo->err = jpeg_std_error(&state->err.pub);
@@ -128,7 +135,8 @@ std::vector<uint8_t> encode_jpeg(const Tensor& image, int quality) {
   jpeg_start_compress(cinfo, TRUE);
   const uint8_t* pixels = src.data_ptr<uint8_t>();
   while (cinfo->next_scanline < cinfo->image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(pixels) + static_cast<int64_t>(cinfo->next_scanline) * src.size(1) * channels;
+    JSAMPROW row = const_cast<uint8_t*>(pixels) +
+                   static_cast<int64_t>(cinfo->next_scanline) * src.size(1) * channels;
     jpeg_write_scanlines(cinfo, &row, 1);
   }
   jpeg_finish_compress(cinfo);
@@ -144,13 +152,16 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
   state->err.pub.emit_message = on_message;
   if (setjmp(state->err.jump)) {
     const int code = state->err.pub.msg_code;
-    if (state->err.over_limit) throw BadSample(::loom::detail::concat(name, ": ", state->err.message));
+    if (state->err.over_limit)
+      throw BadSample(::loom::detail::concat(name, ": ", state->err.message));
     if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY) {
       // libjpeg ran into max_memory_to_use (its coefficient buffer would not fit).
-      throw BadSample(::loom::detail::concat(name, ": JPEG needs more decoder memory than the limit of ",
-                                             options.max_decode_bytes, " bytes (DecodeOptions::max_decode_bytes)"));
+      throw BadSample(::loom::detail::concat(
+          name, ": JPEG needs more decoder memory than the limit of ", options.max_decode_bytes,
+          " bytes (DecodeOptions::max_decode_bytes)"));
     }
-    throw BadSample(::loom::detail::concat(name, ": not a readable JPEG (", state->err.message, ")"));
+    throw BadSample(
+        ::loom::detail::concat(name, ": not a readable JPEG (", state->err.message, ")"));
   }
   jpeg_create_decompress(cinfo);
   state->created = true;
@@ -165,16 +176,17 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& name,
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
   cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;  // libjpeg expands grayscale to RGB itself
   if (options.dct_scaling) {
-    cinfo->scale_num = jpeg_scale_eighths(cinfo->image_height, cinfo->image_width, options.height,
-                                          options.width);
+    cinfo->scale_num =
+        jpeg_scale_eighths(cinfo->image_height, cinfo->image_width, options.height, options.width);
     cinfo->scale_denom = 8;
   }
   jpeg_calc_output_dimensions(cinfo);
   // The output buffer (and the RGB copy of CMYK) out of the memory limit, the rest for libjpeg,
   // which fails rather than allocate past max_memory_to_use (it has no backing store).
-  const int64_t output_bytes = detail::check_decoded_bytes(name, "JPEG", cinfo->output_height, cinfo->output_width,
-                                                           cmyk ? 4 + 3 : 3, options);
-  cinfo->mem->max_memory_to_use = std::max<long>(static_cast<long>(options.max_decode_bytes - output_bytes), 1);
+  const int64_t output_bytes = detail::check_decoded_bytes(
+      name, "JPEG", cinfo->output_height, cinfo->output_width, cmyk ? 4 + 3 : 3, options);
+  cinfo->mem->max_memory_to_use =
+      std::max<long>(static_cast<long>(options.max_decode_bytes - output_bytes), 1);
   jpeg_start_decompress(cinfo);
   const int64_t h = cinfo->output_height, w = cinfo->output_width;
   const int channels = cinfo->output_components;

@@ -11,7 +11,8 @@ namespace loom::data {
 
 InMemoryDataset::InMemoryDataset(const Dataset& source, int num_threads, OnBadInput on_bad_input,
                                  const Progress& progress) {
-  LOOM_CHECK(num_threads >= 1, "InMemoryDataset: num_threads must be at least 1, got ", num_threads);
+  LOOM_CHECK(num_threads >= 1, "InMemoryDataset: num_threads must be at least 1, got ",
+             num_threads);
   const int64_t n = source.size();
   std::vector<Example> all(static_cast<size_t>(n));
   std::vector<char> ok(static_cast<size_t>(n), 0);

@@ -13,7 +13,9 @@ void pinned_free(void*) {}
 
 struct DeviceTransfer::Impl {};
 
-DeviceTransfer::DeviceTransfer(int, int) { loom::detail::throw_no_cuda("DataLoader to a CUDA device"); }
+DeviceTransfer::DeviceTransfer(int, int) {
+  loom::detail::throw_no_cuda("DataLoader to a CUDA device");
+}
 DeviceTransfer::~DeviceTransfer() = default;
 void DeviceTransfer::upload(int, const std::vector<std::pair<const void*, Tensor>>&) {
   loom::detail::throw_no_cuda("DataLoader upload");

@@ -1,14 +1,15 @@
-// PNG decoding (and encoding, which shares the error handling) through libpng. Like libjpeg, libpng reports errors by longjmp; the decoder's
-// state lives on the heap (PngState) so that it is intact after the jump. Bad CRCs in critical
-// chunks are errors (libpng's default); truncated data is an error, never a short read.
+// PNG decoding (and encoding, which shares the error handling) through libpng. Like libjpeg, libpng
+// reports errors by longjmp; the decoder's state lives on the heap (PngState) so that it is intact
+// after the jump. Bad CRCs in critical chunks are errors (libpng's default); truncated data is an
+// error, never a short read.
+#include <png.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
-
-#include <png.h>
 
 #include "loom/data/decode.h"
 #include "loom/data/encode.h"
@@ -77,7 +78,8 @@ std::vector<uint8_t> encode_png(const Tensor& image) {
   static const int kColorType[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
                                     PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
   auto state = std::make_unique<PngWriteState>();
-  state->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, state.get(), on_write_error, on_warning);
+  state->png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, state.get(), on_write_error, on_warning);
   LOOM_CHECK(state->png != nullptr, "encode_png: libpng could not start (out of memory?)");
   state->info = png_create_info_struct(state->png);
   LOOM_CHECK(state->info != nullptr, "encode_png: libpng could not start (out of memory?)");

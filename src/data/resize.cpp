@@ -9,7 +9,6 @@
 #include <cmath>
 #include <vector>
 
-
 namespace loom::data {
 namespace {
 
@@ -80,18 +79,24 @@ void resample_rows(const uint8_t* in, uint8_t* out, int64_t h, int64_t w, int64_
 
 const char* interpolation_name(Interpolation interpolation) {
   switch (interpolation) {
-    case Interpolation::Nearest: return "nearest";
-    case Interpolation::Bilinear: return "bilinear";
-    case Interpolation::Area: return "area";
+    case Interpolation::Nearest:
+      return "nearest";
+    case Interpolation::Bilinear:
+      return "bilinear";
+    case Interpolation::Area:
+      return "area";
   }
   return "?";
 }
 
-Tensor resize_image(const Tensor& image, int64_t dst_h, int64_t dst_w, Interpolation interpolation) {
+Tensor resize_image(const Tensor& image, int64_t dst_h, int64_t dst_w,
+                    Interpolation interpolation) {
   LOOM_CHECK(image.dim() == 3 && image.dtype() == kUInt8 && image.device().is_cpu(),
              "resize_image: expected a uint8 [height, width, channels] CPU tensor, got ",
-             dtype_name(image.dtype()), " of shape ", shape_str(image.shape()), " on ", image.device().str());
-  LOOM_CHECK(dst_h > 0 && dst_w > 0, "resize_image: target size must be positive, got ", dst_h, "x", dst_w);
+             dtype_name(image.dtype()), " of shape ", shape_str(image.shape()), " on ",
+             image.device().str());
+  LOOM_CHECK(dst_h > 0 && dst_w > 0, "resize_image: target size must be positive, got ", dst_h, "x",
+             dst_w);
   const Tensor src = image.contiguous();
   const int64_t h = src.size(0), w = src.size(1), c = src.size(2);
   LOOM_CHECK(h > 0 && w > 0, "resize_image: empty image of shape ", shape_str(image.shape()));
@@ -102,10 +107,12 @@ Tensor resize_image(const Tensor& image, int64_t dst_h, int64_t dst_w, Interpola
   if (interpolation == Interpolation::Nearest) {
     std::vector<int64_t> xs(dst_w);
     for (int64_t x = 0; x < dst_w; ++x) {
-      xs[x] = std::min<int64_t>(static_cast<int64_t>((x + 0.5) * w / static_cast<double>(dst_w)), w - 1);
+      xs[x] = std::min<int64_t>(static_cast<int64_t>((x + 0.5) * w / static_cast<double>(dst_w)),
+                                w - 1);
     }
     for (int64_t y = 0; y < dst_h; ++y) {
-      const int64_t sy = std::min<int64_t>(static_cast<int64_t>((y + 0.5) * h / static_cast<double>(dst_h)), h - 1);
+      const int64_t sy = std::min<int64_t>(
+          static_cast<int64_t>((y + 0.5) * h / static_cast<double>(dst_h)), h - 1);
       for (int64_t x = 0; x < dst_w; ++x) {
         std::copy_n(in + (sy * w + xs[x]) * c, c, dst + (y * dst_w + x) * c);
       }

@@ -17,7 +17,6 @@ enum class Interpolation {
 const char* interpolation_name(Interpolation interpolation);
 
 // image: uint8 [height, width, channels] on the CPU; returns uint8 [dst_h, dst_w, channels].
-Tensor resize_image(const Tensor& image, int64_t dst_h, int64_t dst_w,
-                    Interpolation interpolation);
+Tensor resize_image(const Tensor& image, int64_t dst_h, int64_t dst_w, Interpolation interpolation);
 
 }  // namespace loom::data

@@ -9,7 +9,8 @@ namespace {
 
 bool all_equal_on_device(ProcessGroup& group, uint64_t value) {
   // 32-bit halves, so that negating them cannot overflow.
-  const auto low = static_cast<int64_t>(value & 0xffffffffu), high = static_cast<int64_t>(value >> 32);
+  const auto low = static_cast<int64_t>(value & 0xffffffffu),
+             high = static_cast<int64_t>(value >> 32);
   Tensor words = from_vector(std::vector<int64_t>{low, high, -low, -high}).to(group.device());
   group.all_reduce(words, ReduceOp::Min)->wait();
   const std::vector<int64_t> m = words.cpu().to_vector<int64_t>();
@@ -25,7 +26,8 @@ bool all_equal(ProcessGroup& group, uint64_t value) {
   return all_equal_on_device(group, value);
 }
 
-SharedMemoryAgreement::SharedMemoryAgreement(int world_size) : values_(static_cast<size_t>(world_size)) {}
+SharedMemoryAgreement::SharedMemoryAgreement(int world_size)
+    : values_(static_cast<size_t>(world_size)) {}
 
 bool SharedMemoryAgreement::all_equal(const ProcessGroup& group, uint64_t value) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -33,7 +35,8 @@ bool SharedMemoryAgreement::all_equal(const ProcessGroup& group, uint64_t value)
   values_[static_cast<size_t>(group.rank())] = value;
   const uint64_t round = round_;
   if (++arrived_ == group.size()) {
-    equal_ = std::all_of(values_.begin(), values_.end(), [&](uint64_t v) { return v == values_[0]; });
+    equal_ =
+        std::all_of(values_.begin(), values_.end(), [&](uint64_t v) { return v == values_[0]; });
     arrived_ = 0;
     ++round_;
     changed_.notify_all();
@@ -44,11 +47,14 @@ bool SharedMemoryAgreement::all_equal(const ProcessGroup& group, uint64_t value)
   const auto deadline = std::chrono::steady_clock::now() + group.options().timeout;
   while (round_ == round) {
     if (group.is_aborted()) {
-      throw Error(detail::concat("loom.dist: ", group.who(), ": agreeing with the other ranks failed: the group was "
-                                 "aborted: ", group.abort_reason()));
+      throw Error(detail::concat("loom.dist: ", group.who(),
+                                 ": agreeing with the other ranks failed: the group was "
+                                 "aborted: ",
+                                 group.abort_reason()));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw Error(detail::concat("loom.dist: ", group.who(), ": agreeing with the other ranks timed out (the "
+      throw Error(detail::concat("loom.dist: ", group.who(),
+                                 ": agreeing with the other ranks timed out (the "
                                  "group's timeout): a rank never arrived"));
     }
     // Woken by the last rank to arrive; the bound keeps the abort and deadline checks going.

@@ -49,7 +49,8 @@ std::vector<std::pair<int, int64_t>> lay_out(const NamedList& tensors, std::vect
   std::vector<std::pair<int, int64_t>> places;
   for (const auto& entry : tensors) {
     const Tensor& t = entry.second;
-    const std::pair<int, int> kind{t.is_cuda() ? t.device().index : -1, static_cast<int>(t.dtype())};
+    const std::pair<int, int> kind{t.is_cuda() ? t.device().index : -1,
+                                   static_cast<int>(t.dtype())};
     auto it = by_kind.find(kind);
     if (it == by_kind.end()) {
       it = by_kind.emplace(kind, static_cast<int>(arenas.size())).first;
@@ -99,7 +100,8 @@ struct DistributedDataParallel::Reducer {
   DdpStepStats stats, last;
   std::unique_ptr<StallTimer> stall_timer;  // while exposed communication is timed
 
-  Reducer(ProcessGroup& g, const DdpOptions& opts, const NamedList& params) : group(g), options(opts) {
+  Reducer(ProcessGroup& g, const DdpOptions& opts, const NamedList& params)
+      : group(g), options(opts) {
     NamedList reversed(params.rbegin(), params.rend());
     const auto places = lay_out(reversed, arenas);
     size_t total = 0;
@@ -114,8 +116,10 @@ struct DistributedDataParallel::Reducer {
       slot.view = slot_view(arenas[arena].flat, offset, p);
       // A new bucket where the arena changes or the current one is full.
       const size_t limit = buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_bytes;
-      const bool start = buckets.empty() || buckets.back().arena != arena ||
-                         (!one_bucket && static_cast<size_t>(buckets.back().numel) * element_size(p.dtype()) >= limit);
+      const bool start =
+          buckets.empty() || buckets.back().arena != arena ||
+          (!one_bucket &&
+           static_cast<size_t>(buckets.back().numel) * element_size(p.dtype()) >= limit);
       if (start) {
         buckets.push_back({arena, offset, 0, {}, 0, {}, {}, nullptr});
         infos.push_back({p.device(), p.dtype(), offset, 0, {}});
@@ -156,7 +160,8 @@ struct DistributedDataParallel::Reducer {
     } else if (!is_view_of(grad, slot.view)) {
       // Backward made a new tensor (the gradient was none): it moves into the arena with the
       // bucket's other gradients in one copy, and the arena view becomes the gradient.
-      const Tensor dense = grad.contiguous(slot.view.suggest_memory_format());  // in the slot's order
+      const Tensor dense =
+          grad.contiguous(slot.view.suggest_memory_format());  // in the slot's order
       bucket.copies.push_back({dense.raw_data(), slot.view.raw_data(), dense.nbytes()});
       bucket.incoming.push_back(dense);
     }
@@ -206,7 +211,8 @@ struct DistributedDataParallel::Reducer {
     }
     if (!missing.empty()) {
       std::string names;
-      for (size_t i = 0; i < missing.size() && i < 5; ++i) names += (i ? ", '" : "'") + missing[i] + "'";
+      for (size_t i = 0; i < missing.size() && i < 5; ++i)
+        names += (i ? ", '" : "'") + missing[i] + "'";
       if (missing.size() > 5) names += detail::concat(" and ", missing.size() - 5, " more");
       const std::string message = detail::concat(
           "DistributedDataParallel: ", group.who(), ": backward gave no gradient to ", names,
@@ -224,7 +230,8 @@ struct DistributedDataParallel::Reducer {
   }
 };
 
-DistributedDataParallel::DistributedDataParallel(nn::ModulePtr module, GroupPtr group, DdpOptions options)
+DistributedDataParallel::DistributedDataParallel(nn::ModulePtr module, GroupPtr group,
+                                                 DdpOptions options)
     : module_(std::move(module)), group_(std::move(group)) {
   LOOM_CHECK(module_ != nullptr, "DistributedDataParallel: the module is null");
   LOOM_CHECK(group_ != nullptr, "DistributedDataParallel: the process group is null");
@@ -287,7 +294,8 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
     r.reset();
     if (started && group_->size() > 1) {
       const std::string message = detail::concat(
-          "DistributedDataParallel: ", group_->who(), ": the last backward threw after some of its buckets "
+          "DistributedDataParallel: ", group_->who(),
+          ": the last backward threw after some of its buckets "
           "were all-reduced, so this rank's collectives no longer pair with the other ranks'");
       group_->abort(message);
       throw Error(message);
@@ -312,7 +320,8 @@ void DistributedDataParallel::time_exposed_communication(bool on, int steps) {
 }
 
 std::vector<double> DistributedDataParallel::exposed_communication_ms() {
-  LOOM_CHECK(reducer_->stall_timer != nullptr, "DistributedDataParallel::exposed_communication_ms: "
+  LOOM_CHECK(reducer_->stall_timer != nullptr,
+             "DistributedDataParallel::exposed_communication_ms: "
              "call time_exposed_communication(true) before the backwards to be timed");
   return reducer_->stall_timer->take_ms();
 }

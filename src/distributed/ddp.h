@@ -37,8 +37,8 @@ struct DdpOptions {
 struct BucketInfo {
   Device device;
   DType dtype = kFloat32;
-  int64_t offset = 0;  // elements into its arena
-  int64_t numel = 0;   // elements, padding included
+  int64_t offset = 0;                   // elements into its arena
+  int64_t numel = 0;                    // elements, padding included
   std::vector<std::string> parameters;  // in the order backward usually fills them
 };
 

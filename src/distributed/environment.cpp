@@ -56,8 +56,8 @@ int leading_int(const char* name, const char* text) {
 }
 
 void check_consistent(const LaunchEnvironment& env) {
-  LOOM_CHECK(env.world_size >= 1, "launch (", env.launcher, "): the world size must be at least 1, got ",
-             env.world_size);
+  LOOM_CHECK(env.world_size >= 1, "launch (", env.launcher,
+             "): the world size must be at least 1, got ", env.world_size);
   LOOM_CHECK(env.rank < env.world_size, "launch (", env.launcher, "): rank ", env.rank,
              " is not below the world size ", env.world_size);
   LOOM_CHECK(env.local_rank < env.local_world_size || env.local_world_size == 0, "launch (",
@@ -82,7 +82,8 @@ LaunchEnvironment read_launch_environment() {
     env.rank = int_variable("SLURM_PROCID", 0);
     env.local_rank = int_variable("SLURM_LOCALID", 0);
     const char* per_node = variable("SLURM_STEP_TASKS_PER_NODE");
-    env.local_world_size = per_node ? leading_int("SLURM_STEP_TASKS_PER_NODE", per_node) : env.world_size;
+    env.local_world_size =
+        per_node ? leading_int("SLURM_STEP_TASKS_PER_NODE", per_node) : env.world_size;
     if (const char* nodes = variable("SLURM_STEP_NODELIST")) env.master_addr = first_host(nodes);
     // One port per job, so two jobs sharing a node do not meet.
     env.master_port = 20000 + int_variable("SLURM_JOB_ID", 0) % 20000;

@@ -21,11 +21,15 @@ class PrefixStore : public Store {
  public:
   PrefixStore(std::shared_ptr<Store> store, std::string prefix)
       : store_(std::move(store)), prefix_(std::move(prefix)) {}
-  void set(const std::string& key, const std::string& value) override { store_->set(prefix_ + key, value); }
+  void set(const std::string& key, const std::string& value) override {
+    store_->set(prefix_ + key, value);
+  }
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
     return store_->get(prefix_ + key, timeout);
   }
-  int64_t add(const std::string& key, int64_t delta) override { return store_->add(prefix_ + key, delta); }
+  int64_t add(const std::string& key, int64_t delta) override {
+    return store_->add(prefix_ + key, delta);
+  }
   void erase(const std::string& key) override { store_->erase(prefix_ + key); }
 
  private:
@@ -36,7 +40,8 @@ class PrefixStore : public Store {
 // The rendezvous store of this process (rank 0 serves it), made on first use: a port can be
 // listened on once, and every group of the job shares it under its own prefix. Groups are
 // made in the same order on every rank, so the n-th group has the same prefix everywhere.
-std::shared_ptr<Store> next_group_store(const LaunchEnvironment& env, std::chrono::milliseconds timeout) {
+std::shared_ptr<Store> next_group_store(const LaunchEnvironment& env,
+                                        std::chrono::milliseconds timeout) {
   static std::mutex mutex;
   static std::shared_ptr<Store> store;
   static int groups = 0;
@@ -45,7 +50,8 @@ std::shared_ptr<Store> next_group_store(const LaunchEnvironment& env, std::chron
              env.launcher, "): rank ", env.rank, " of ", env.world_size,
              " needs MASTER_ADDR and MASTER_PORT for the TCP rendezvous");
   if (!store) {
-    store = std::make_shared<TcpStore>(env.master_addr, env.master_port, env.rank, env.world_size, timeout);
+    store = std::make_shared<TcpStore>(env.master_addr, env.master_port, env.rank, env.world_size,
+                                       timeout);
   }
   return std::make_shared<PrefixStore>(store, detail::concat("g", groups++, "/"));
 }
@@ -88,11 +94,16 @@ GroupPtr nccl_from_environment(const LaunchEnvironment& env, const GroupOptions&
 
 const char* backend_name(Backend backend) {
   switch (backend) {
-    case Backend::Auto: return "auto";
-    case Backend::Threads: return "threads";
-    case Backend::Nccl: return "nccl";
-    case Backend::Mpi: return "mpi";
-    case Backend::Tcp: return "tcp";
+    case Backend::Auto:
+      return "auto";
+    case Backend::Threads:
+      return "threads";
+    case Backend::Nccl:
+      return "nccl";
+    case Backend::Mpi:
+      return "mpi";
+    case Backend::Tcp:
+      return "tcp";
   }
   return "?";
 }
@@ -107,14 +118,16 @@ Backend parse_backend(const std::string& name) {
 
 bool backend_available(Backend backend) {
   switch (backend) {
-    case Backend::Nccl: return built_with_cuda();
+    case Backend::Nccl:
+      return built_with_cuda();
     case Backend::Mpi:
 #if defined(LOOM_WITH_MPI)
       return true;
 #else
       return false;
 #endif
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -145,8 +158,8 @@ GroupPtr init_from_environment(Device device, const GroupOptions& options, Backe
              backend_name(backend), " backend");
   switch (backend) {
     case Backend::Nccl:
-      LOOM_CHECK(device.is_cuda(), "init_from_environment: the NCCL backend needs a CUDA device, got ",
-                 device.str());
+      LOOM_CHECK(device.is_cuda(),
+                 "init_from_environment: the NCCL backend needs a CUDA device, got ", device.str());
       return nccl_from_environment(env, options);
     case Backend::Mpi:
       LOOM_CHECK(device.is_cpu(), "init_from_environment: the MPI backend takes CPU tensors, not ",
@@ -163,7 +176,8 @@ GroupPtr init_from_environment(Device device, const GroupOptions& options, Backe
                  "threads of one process (dist::spawn); this process is rank ", env.rank, " of ",
                  env.world_size, " started by ", env.launcher);
       return make_threads_groups(1, device, options)[0];
-    case Backend::Auto: break;
+    case Backend::Auto:
+      break;
   }
   LOOM_FAIL("init_from_environment: no backend chosen");
 }

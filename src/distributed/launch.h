@@ -12,7 +12,7 @@
 namespace loom::dist {
 
 enum class Backend { Auto, Threads, Nccl, Mpi, Tcp };
-const char* backend_name(Backend backend);   // "auto", "threads", "nccl", "mpi", "tcp"
+const char* backend_name(Backend backend);       // "auto", "threads", "nccl", "mpi", "tcp"
 Backend parse_backend(const std::string& name);  // throws naming the accepted names
 // Whether this build has the backend (MPI is optional at build time, NCCL comes with CUDA).
 bool backend_available(Backend backend);

@@ -15,8 +15,8 @@ std::vector<std::string> describe(const NamedList& tensors) {
   std::vector<std::string> lines;
   for (const auto& [name, t] : tensors) {
     const bool nhwc = t.suggest_memory_format() == MemoryFormat::ChannelsLast;
-    lines.push_back(detail::concat("'", name, "' ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
-                                   nhwc ? " channels-last" : ""));
+    lines.push_back(detail::concat("'", name, "' ", dtype_name(t.dtype()), " ",
+                                   shape_str(t.shape()), nhwc ? " channels-last" : ""));
   }
   return lines;
 }
@@ -80,8 +80,11 @@ void check_same_across_ranks(ProcessGroup& group, const NamedList& tensors, cons
     if (other == reference) continue;
     size_t i = 0;
     while (i < reference.size() && i < other.size() && reference[i] == other[i]) ++i;
-    const std::string on0 = i < reference.size() ? reference[i] : "nothing (it has " + std::to_string(reference.size()) + ")";
-    const std::string onr = i < other.size() ? other[i] : "nothing (it has " + std::to_string(other.size()) + ")";
+    const std::string on0 = i < reference.size()
+                                ? reference[i]
+                                : "nothing (it has " + std::to_string(reference.size()) + ")";
+    const std::string onr =
+        i < other.size() ? other[i] : "nothing (it has " + std::to_string(other.size()) + ")";
     throw Error(detail::concat("DistributedDataParallel: the ranks' models differ: ", what, " ", i,
                                " is ", on0, " on rank 0 but ", onr, " on rank ", r, " (",
                                group.who(), ")"));

@@ -26,7 +26,8 @@ NcclId nccl_unique_id();
 // other processes (store_abort.h), which then fail within ~0.1 s instead of at their timeout;
 // the group keeps it alive. Threads of one process need none: spawn aborts every rank's group.
 GroupPtr make_nccl_group(const NcclId& id, int rank, int size, int device,
-                         const GroupOptions& options = {}, const std::atomic<bool>* cancel = nullptr,
+                         const GroupOptions& options = {},
+                         const std::atomic<bool>* cancel = nullptr,
                          std::shared_ptr<Store> store = nullptr);
 
 // "2.28.9", the library loom runs with; "none" in a build without CUDA.

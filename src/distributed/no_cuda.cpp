@@ -8,14 +8,16 @@ namespace loom::dist {
 
 NcclId nccl_unique_id() { loom::detail::throw_no_cuda("nccl_unique_id"); }
 
-GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&, const std::atomic<bool>*,
-                         std::shared_ptr<Store>) {
+GroupPtr make_nccl_group(const NcclId&, int, int, int, const GroupOptions&,
+                         const std::atomic<bool>*, std::shared_ptr<Store>) {
   loom::detail::throw_no_cuda("the NCCL backend");
 }
 
 std::string nccl_version() { return "none"; }
 
-void copy_all_cuda(const std::vector<FlatCopy>&, int) { loom::detail::throw_no_cuda("copy_all_cuda"); }
+void copy_all_cuda(const std::vector<FlatCopy>&, int) {
+  loom::detail::throw_no_cuda("copy_all_cuda");
+}
 
 void reduce_buffers_cuda(void*, const std::vector<const void*>&, int64_t, DType, ReduceOp,
                          cuda::StreamHandle) {

@@ -101,7 +101,8 @@ void check_device(const Device& device, size_t stage) {
 // layer moved to `device` first (so a model too large for one device is never whole on it).
 std::vector<double> measure_layer_costs(const nn::Sequential& model, const Shape& sample,
                                         const Device& device) {
-  LOOM_CHECK(!sample.empty(), "PipelineParallel: balancing by time needs options.sample_input, "
+  LOOM_CHECK(!sample.empty(),
+             "PipelineParallel: balancing by time needs options.sample_input, "
              "one micro-batch's input shape with its batch dimension");
   const auto sync = [&] {
     if (device.is_cuda()) cuda::synchronize(device.index);
@@ -131,15 +132,17 @@ std::vector<double> measure_layer_costs(const nn::Sequential& model, const Shape
 
 }  // namespace
 
-PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model, std::vector<Device> devices,
-                                   PipelineOptions options)
-    : model_(std::move(model)), options_(std::move(options)), streams_(std::make_unique<Streams>()) {
+PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model,
+                                   std::vector<Device> devices, PipelineOptions options)
+    : model_(std::move(model)),
+      options_(std::move(options)),
+      streams_(std::make_unique<Streams>()) {
   LOOM_CHECK(model_ != nullptr, "PipelineParallel: the model is null");
   const int64_t layers = static_cast<int64_t>(model_->size());
   LOOM_CHECK(layers > 0, "PipelineParallel: the model has no layers");
   LOOM_CHECK(!devices.empty(), "PipelineParallel: no devices were given (one per stage)");
-  LOOM_CHECK(options_.micro_batches >= 1, "PipelineParallel: micro_batches must be at least 1, got ",
-             options_.micro_batches);
+  LOOM_CHECK(options_.micro_batches >= 1,
+             "PipelineParallel: micro_batches must be at least 1, got ", options_.micro_batches);
   const int stages = static_cast<int>(devices.size());
   LOOM_CHECK(stages <= layers, "PipelineParallel: ", stages, " stages for a model of ", layers,
              " layers; each stage needs at least one layer");
@@ -149,7 +152,8 @@ PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model, std::v
   if (!cuts.empty()) {
     check_cuts(cuts, layers, stages);
   } else if (options_.balance == PipelineBalance::Time) {
-    cuts = balanced_cuts(measure_layer_costs(*model_, options_.sample_input, devices.front()), stages);
+    cuts =
+        balanced_cuts(measure_layer_costs(*model_, options_.sample_input, devices.front()), stages);
   } else {
     std::vector<double> costs;
     for (const auto& entry : model_->named_children()) {
@@ -179,7 +183,8 @@ PipelineParallel::PipelineParallel(std::shared_ptr<nn::Sequential> model, std::v
     const bool gpu = devices[s].is_cuda();
     streams_->device.push_back(devices[s].index);
     streams_->stream.push_back(gpu ? cuda::create_stream(devices[s].index) : nullptr);
-    streams_->handover.push_back(gpu ? std::make_unique<cuda::Event>(devices[s].index, false) : nullptr);
+    streams_->handover.push_back(gpu ? std::make_unique<cuda::Event>(devices[s].index, false)
+                                     : nullptr);
   }
 }
 
@@ -188,7 +193,8 @@ PipelineParallel::~PipelineParallel() = default;
 Tensor PipelineParallel::forward(const Tensor& input) {
   LOOM_CHECK(input.defined(), "PipelineParallel.forward: the input is undefined");
   Tensor x = input;
-  for (size_t s = 0; s < stage_modules_.size(); ++s) x = stage_modules_[s]->forward(x.to(stages_[s].device));
+  for (size_t s = 0; s < stage_modules_.size(); ++s)
+    x = stage_modules_[s]->forward(x.to(stages_[s].device));
   return x.to(input.device());
 }
 
@@ -198,14 +204,16 @@ void check_step_arguments(const Tensor& input, const Tensor& target, const Pipel
                           int micro) {
   LOOM_CHECK(input.defined() && target.defined(), "PipelineParallel.train_step: the ",
              input.defined() ? "target" : "input", " is undefined");
-  LOOM_CHECK(input.dim() >= 1 && target.dim() >= 1, "PipelineParallel.train_step: the input and "
-             "target need a batch dimension, got shapes ", shape_str(input.shape()), " and ",
-             shape_str(target.shape()));
+  LOOM_CHECK(input.dim() >= 1 && target.dim() >= 1,
+             "PipelineParallel.train_step: the input and "
+             "target need a batch dimension, got shapes ",
+             shape_str(input.shape()), " and ", shape_str(target.shape()));
   const int64_t batch = input.size(0);
   LOOM_CHECK(target.size(0) == batch, "PipelineParallel.train_step: the input has ", batch,
              " samples but the target ", target.size(0));
-  LOOM_CHECK(batch >= micro, "PipelineParallel.train_step: ", micro, " micro-batches for a batch of ",
-             batch, " samples; a micro-batch needs at least one sample");
+  LOOM_CHECK(batch >= micro, "PipelineParallel.train_step: ", micro,
+             " micro-batches for a batch of ", batch,
+             " samples; a micro-batch needs at least one sample");
   LOOM_CHECK(static_cast<bool>(loss_fn), "PipelineParallel.train_step: the loss function is empty");
 }
 

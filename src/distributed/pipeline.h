@@ -48,10 +48,10 @@ struct PipelineStage {
 
 // What the last train_step took, when options.time_stages is on.
 struct PipelineTiming {
-  double step_ms = 0.0;               // the whole step, on the stages' clocks
-  std::vector<double> busy_ms;        // per stage: the sum of its forward and backward ops
-  std::vector<double> forward_ms;     // per stage
-  std::vector<double> backward_ms;    // per stage
+  double step_ms = 0.0;             // the whole step, on the stages' clocks
+  std::vector<double> busy_ms;      // per stage: the sum of its forward and backward ops
+  std::vector<double> forward_ms;   // per stage
+  std::vector<double> backward_ms;  // per stage
   // 1 - busy / step averaged over the stages: the share of time the stages wait.
   double bubble() const;
 };
@@ -77,7 +77,8 @@ class PipelineParallel : public nn::Module, public nn::BatchTrainer {
   // Forward and backward of one batch (its first dimension), gradients accumulated into the
   // parameters' .grad. `target` is split like the input. Throws when the batch has fewer
   // samples than micro-batches.
-  PipelineStepResult train_step(const Tensor& input, const Tensor& target, const PipelineLoss& loss);
+  PipelineStepResult train_step(const Tensor& input, const Tensor& target,
+                                const PipelineLoss& loss);
 
   // The stages in turn on the whole input, without micro-batches (for evaluation and
   // prediction); the output is on the input's device. Differentiable, through Tensor::to.

@@ -21,7 +21,8 @@ std::vector<int64_t> balanced_cuts(const std::vector<double>& layer_costs, int s
              " layers; each stage needs at least one layer");
   std::vector<double> prefix(n + 1, 0.0);
   for (int64_t i = 0; i < n; ++i) {
-    LOOM_CHECK(layer_costs[i] >= 0.0, "pipeline: layer ", i, " has a negative cost ", layer_costs[i]);
+    LOOM_CHECK(layer_costs[i] >= 0.0, "pipeline: layer ", i, " has a negative cost ",
+               layer_costs[i]);
     prefix[i + 1] = prefix[i] + layer_costs[i];
   }
   // Compared in turn: the costliest stage, the sum of squared stage costs, the sum of squared
@@ -69,8 +70,8 @@ std::vector<int64_t> balanced_cuts(const std::vector<double>& layer_costs, int s
 }
 
 void check_cuts(const std::vector<int64_t>& cuts, int64_t layers, int stages) {
-  LOOM_CHECK(static_cast<int64_t>(cuts.size()) == stages - 1, "pipeline: ", stages,
-             " stages need ", stages - 1, " cut points, got ", cuts.size());
+  LOOM_CHECK(static_cast<int64_t>(cuts.size()) == stages - 1, "pipeline: ", stages, " stages need ",
+             stages - 1, " cut points, got ", cuts.size());
   int64_t previous = 0;
   for (size_t k = 0; k < cuts.size(); ++k) {
     LOOM_CHECK(cuts[k] > previous && cuts[k] < layers, "pipeline: cut point ", k, " is ", cuts[k],
@@ -125,9 +126,10 @@ std::vector<PipelineOp> issue_order(PipelineSchedule schedule, int stages, int m
       while (next[s] < orders[s].size()) {
         const PipelineOp& op = orders[s][next[s]];
         const int m = op.micro_batch;
-        const bool ready = op.kind == PipelineOp::Forward
-                               ? (s == 0 || forward_done[s - 1][m])
-                               : (forward_done[s][m] && (s == stages - 1 || backward_done[s + 1][m]));
+        const bool ready =
+            op.kind == PipelineOp::Forward
+                ? (s == 0 || forward_done[s - 1][m])
+                : (forward_done[s][m] && (s == stages - 1 || backward_done[s + 1][m]));
         if (!ready) break;
         (op.kind == PipelineOp::Forward ? forward_done : backward_done)[s][m] = 1;
         order.push_back(op);

@@ -6,7 +6,8 @@
 
 namespace loom::dist {
 
-Backoff::Backoff(std::chrono::microseconds spin, std::chrono::microseconds longest_sleep, Clock::time_point start)
+Backoff::Backoff(std::chrono::microseconds spin, std::chrono::microseconds longest_sleep,
+                 Clock::time_point start)
     : spin_until_(start + spin), longest_sleep_(longest_sleep) {}
 
 std::chrono::microseconds Backoff::next(Clock::time_point now) {
@@ -31,7 +32,8 @@ PollEnd poll_until(const std::function<bool()>& finished, Backoff::Clock::time_p
   for (;;) {
     if (finished()) return PollEnd::Finished;
     if (stop && stop()) return PollEnd::Stopped;
-    if (Backoff::Clock::now() >= deadline) return finished() ? PollEnd::Finished : PollEnd::TimedOut;
+    if (Backoff::Clock::now() >= deadline)
+      return finished() ? PollEnd::Finished : PollEnd::TimedOut;
     backoff.pause();
   }
 }

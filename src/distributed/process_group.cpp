@@ -22,11 +22,13 @@ bool check_requested_by_environment() {
 constexpr int kFingerprintSize = 8;
 void fingerprint(const CollectiveInfo& info, int64_t* out) {
   uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the sizes (unsigned: it wraps)
-  for (int64_t d : info.shape) shape_hash = (shape_hash ^ static_cast<uint64_t>(d)) * 1099511628211ull;
+  for (int64_t d : info.shape)
+    shape_hash = (shape_hash ^ static_cast<uint64_t>(d)) * 1099511628211ull;
   out[0] = static_cast<int64_t>(info.kind);
   out[1] = static_cast<int64_t>(info.sequence);
   out[2] = info.kind == OpKind::AllReduce || info.kind == OpKind::ReduceScatter
-               ? static_cast<int64_t>(info.reduce) : -1;
+               ? static_cast<int64_t>(info.reduce)
+               : -1;
   out[3] = info.root;
   out[4] = static_cast<int64_t>(info.dtype);
   out[5] = static_cast<int64_t>(info.shape.size());
@@ -118,12 +120,17 @@ void ProcessGroup::check_tensor(const char* op, const char* role, const Tensor& 
   LOOM_CHECK(t.device() == device_, op, ": the ", role, " tensor is on ", t.device().str(),
              " but this group's collectives run on ", device_.str(), " (", who(), ")");
   LOOM_CHECK(t.is_contiguous(), op, ": the ", role, " tensor (shape ", shape_str(t.shape()),
-             ", strides ", shape_str(t.strides()), ") must be contiguous; call .contiguous() first");
+             ", strides ", shape_str(t.strides()),
+             ") must be contiguous; call .contiguous() first");
   // Only NCCL's collectives can be recorded into a CUDA graph; the other backends complete
   // theirs from a host thread, which a replay never reaches.
   if (t.is_cuda() && !captures_collectives()) {
-    cuda::check_not_capturing(t.device().index, op, ::loom::detail::concat("the ", backend(), " backend runs its "
-                              "collectives from the host (only NCCL's can be captured)").c_str());
+    cuda::check_not_capturing(
+        t.device().index, op,
+        ::loom::detail::concat("the ", backend(),
+                               " backend runs its "
+                               "collectives from the host (only NCCL's can be captured)")
+            .c_str());
   }
 }
 
@@ -181,8 +188,8 @@ WorkPtr ProcessGroup::watch_stream(const std::string& what) {
   info.sequence = sequence_;
   info.what = detail::concat(what, " (after collective #", sequence_, ")");
   if (is_aborted()) {
-    throw Error(detail::concat("loom.dist: ", who(), ": ", info.what, " refused: the group was aborted: ",
-                               abort_reason()));
+    throw Error(detail::concat("loom.dist: ", who(), ": ", info.what,
+                               " refused: the group was aborted: ", abort_reason()));
   }
   WorkPtr work = make_work(info);
   if (!device_.is_cuda()) {
@@ -241,9 +248,10 @@ void ProcessGroup::check_matches_across_ranks(const CollectiveInfo& info) {
   for (int r = 0; r < size_; ++r) {
     if (std::memcmp(&got[static_cast<size_t>(r) * kFingerprintSize], host,
                     sizeof(int64_t) * kFingerprintSize) != 0) {
-      const std::string message = detail::concat(
-          "collectives differ across ranks: rank ", rank_, " called ", info.describe(),
-          " but rank ", r, " called ", describe_fingerprint(&got[static_cast<size_t>(r) * kFingerprintSize]));
+      const std::string message =
+          detail::concat("collectives differ across ranks: rank ", rank_, " called ",
+                         info.describe(), " but rank ", r, " called ",
+                         describe_fingerprint(&got[static_cast<size_t>(r) * kFingerprintSize]));
       abort(message);
       throw Error(detail::concat("loom.dist: ", who(), ": ", message));
     }

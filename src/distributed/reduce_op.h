@@ -21,9 +21,12 @@ const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 template <typename T>
 LOOM_DIST_HD inline T combine(ReduceOp op, T a, T b) {
   switch (op) {
-    case ReduceOp::Max: return a < b ? b : a;
-    case ReduceOp::Min: return b < a ? b : a;
-    default: return static_cast<T>(a + b);
+    case ReduceOp::Max:
+      return a < b ? b : a;
+    case ReduceOp::Min:
+      return b < a ? b : a;
+    default:
+      return static_cast<T>(a + b);
   }
 }
 

@@ -84,9 +84,9 @@ struct StreamOwner {
 
 Backend resolve(Backend backend, Device device) {
   if (backend == Backend::Auto) return device.is_cuda() ? Backend::Nccl : Backend::Threads;
-  LOOM_CHECK(backend == Backend::Threads || backend == Backend::Nccl, "spawn: ranks are threads, so ",
-             "the backend must be threads or nccl, not ", backend_name(backend),
-             " (start processes with mpirun or torchrun for that)");
+  LOOM_CHECK(backend == Backend::Threads || backend == Backend::Nccl,
+             "spawn: ranks are threads, so ", "the backend must be threads or nccl, not ",
+             backend_name(backend), " (start processes with mpirun or torchrun for that)");
   LOOM_CHECK(backend != Backend::Nccl || device.is_cuda(),
              "spawn: the NCCL backend needs a CUDA device, got ", device.str());
   return backend;
@@ -109,12 +109,13 @@ void spawn(int world_size, Device device, const std::function<void(ProcessGroup&
   LOOM_CHECK(world_size >= 1, "spawn: the world size must be at least 1, got ", world_size);
   const Backend backend = resolve(options.backend, device);
   if (device.is_cuda()) {
-    LOOM_CHECK(built_with_cuda(), "spawn: ", device.str(), " asked for, but loom was built without CUDA");
+    LOOM_CHECK(built_with_cuda(), "spawn: ", device.str(),
+               " asked for, but loom was built without CUDA");
     const int needed = backend == Backend::Nccl ? world_size : device.index + 1;
-    LOOM_CHECK(needed <= cuda_device_count(), "spawn: ", world_size, " ranks over ",
-               backend_name(backend), " need ", needed, " GPUs but ", cuda_device_count(),
-               " are visible", backend == Backend::Nccl
-                   ? " (the threads backend puts several ranks on one GPU)" : "");
+    LOOM_CHECK(
+        needed <= cuda_device_count(), "spawn: ", world_size, " ranks over ", backend_name(backend),
+        " need ", needed, " GPUs but ", cuda_device_count(), " are visible",
+        backend == Backend::Nccl ? " (the threads backend puts several ranks on one GPU)" : "");
   }
 
   SpawnState state(world_size);

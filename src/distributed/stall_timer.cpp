@@ -7,7 +7,7 @@
 namespace loom::dist {
 
 struct StallTimer::Mark {
-  std::unique_ptr<cuda::Event> begin, end;  // a GPU's
+  std::unique_ptr<cuda::Event> begin, end;                     // a GPU's
   std::chrono::steady_clock::time_point host_begin, host_end;  // the CPU's
 };
 
@@ -38,8 +38,9 @@ void StallTimer::begin() {
     mark = make_mark();
   }
   if (device_.is_cuda()) {
-    cuda::check_not_capturing(device_.index, "DistributedDataParallel::time_exposed_communication",
-                              "its timing events would be read on the host, where a graph's never finish");
+    cuda::check_not_capturing(
+        device_.index, "DistributedDataParallel::time_exposed_communication",
+        "its timing events would be read on the host, where a graph's never finish");
     mark->begin->record(cuda::current_stream(device_.index));
   } else {
     mark->host_begin = std::chrono::steady_clock::now();
@@ -72,7 +73,8 @@ std::vector<double> StallTimer::take_ms() {
       mark->end->synchronize();
       ms.push_back(cuda::Event::elapsed_ms(*mark->begin, *mark->end));
     } else {
-      ms.push_back(std::chrono::duration<double, std::milli>(mark->host_end - mark->host_begin).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(mark->host_end - mark->host_begin).count());
     }
     spare_.push_back(std::move(mark));
   }

@@ -37,8 +37,9 @@ std::optional<std::string> StoreAbortSignal::poll() {
     // The store fails its calls once it knows the job has failed (a rank's connection dropped
     // without a goodbye), or once its server (rank 0) is gone: either way a peer is.
     reachable_ = false;
-    return detail::concat(raised ? "a rank aborted, but its reason could not be read: " : "the job's store failed: ",
-                          e.what());
+    return detail::concat(
+        raised ? "a rank aborted, but its reason could not be read: " : "the job's store failed: ",
+        e.what());
   }
 }
 

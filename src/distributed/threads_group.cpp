@@ -151,7 +151,8 @@ class ThreadsWorld {
 
   static std::vector<const void*> inputs(const std::vector<Arrival>& all, size_t byte_offset = 0) {
     std::vector<const void*> srcs;
-    for (const Arrival& a : all) srcs.push_back(static_cast<const char*>(a.input.raw_data()) + byte_offset);
+    for (const Arrival& a : all)
+      srcs.push_back(static_cast<const char*>(a.input.raw_data()) + byte_offset);
     return srcs;
   }
 
@@ -162,20 +163,24 @@ class ThreadsWorld {
         if (size_ == 1) break;  // a reduction over one rank is the tensor itself
         const size_t bytes = all[0].input.nbytes();
         Tensor sum = empty(all[0].input.shape(), TensorOptions(info.dtype));
-        reduce_buffers_cpu(sum.raw_data(), inputs(all), all[0].input.numel(), info.dtype, info.reduce);
+        reduce_buffers_cpu(sum.raw_data(), inputs(all), all[0].input.numel(), info.dtype,
+                           info.reduce);
         for (Arrival& a : all) std::memcpy(a.output.raw_data(), sum.raw_data(), bytes);
         break;
       }
       case OpKind::Broadcast:
         for (int r = 0; r < size_; ++r) {
-          if (r != info.root) std::memcpy(all[r].output.raw_data(), all[info.root].input.raw_data(), all[r].output.nbytes());
+          if (r != info.root)
+            std::memcpy(all[r].output.raw_data(), all[info.root].input.raw_data(),
+                        all[r].output.nbytes());
         }
         break;
       case OpKind::AllGather: {
         const size_t bytes = all[0].input.nbytes();
         for (Arrival& a : all) {
           for (int k = 0; k < size_; ++k) {
-            std::memcpy(static_cast<char*>(a.output.raw_data()) + k * bytes, all[k].input.raw_data(), bytes);
+            std::memcpy(static_cast<char*>(a.output.raw_data()) + k * bytes,
+                        all[k].input.raw_data(), bytes);
           }
         }
         break;
@@ -183,7 +188,8 @@ class ThreadsWorld {
       case OpKind::ReduceScatter:
         for (int r = 0; r < size_; ++r) {
           const Tensor& out = all[r].output;
-          reduce_buffers_cpu(out.raw_data(), inputs(all, r * out.nbytes()), out.numel(), info.dtype, info.reduce);
+          reduce_buffers_cpu(out.raw_data(), inputs(all, r * out.nbytes()), out.numel(), info.dtype,
+                             info.reduce);
         }
         break;
       case OpKind::Barrier:
@@ -208,19 +214,23 @@ class ThreadsWorld {
         if (size_ == 1) break;  // a reduction over one rank is the tensor itself
         // Allocated on the communication stream, so its reuse is ordered after these kernels.
         Tensor sum = empty(all[0].input.shape(), TensorOptions(info.dtype).device(device_));
-        reduce_buffers_cuda(sum.raw_data(), inputs(all), sum.numel(), info.dtype, info.reduce, stream_);
+        reduce_buffers_cuda(sum.raw_data(), inputs(all), sum.numel(), info.dtype, info.reduce,
+                            stream_);
         for (Arrival& a : all) copy(a.output.raw_data(), sum.raw_data(), sum.nbytes());
         break;
       }
       case OpKind::Broadcast:
         for (int r = 0; r < size_; ++r) {
-          if (r != info.root) copy(all[r].output.raw_data(), all[info.root].input.raw_data(), all[r].output.nbytes());
+          if (r != info.root)
+            copy(all[r].output.raw_data(), all[info.root].input.raw_data(), all[r].output.nbytes());
         }
         break;
       case OpKind::AllGather: {
         const size_t bytes = all[0].input.nbytes();
         for (Arrival& a : all) {
-          for (int k = 0; k < size_; ++k) copy(static_cast<char*>(a.output.raw_data()) + k * bytes, all[k].input.raw_data(), bytes);
+          for (int k = 0; k < size_; ++k)
+            copy(static_cast<char*>(a.output.raw_data()) + k * bytes, all[k].input.raw_data(),
+                 bytes);
         }
         break;
       }
@@ -228,7 +238,8 @@ class ThreadsWorld {
         for (int r = 0; r < size_; ++r) {
           const Tensor& out = all[r].output;
           if (out.numel() == 0) continue;
-          reduce_buffers_cuda(out.raw_data(), inputs(all, r * out.nbytes()), out.numel(), info.dtype, info.reduce, stream_);
+          reduce_buffers_cuda(out.raw_data(), inputs(all, r * out.nbytes()), out.numel(),
+                              info.dtype, info.reduce, stream_);
         }
         break;
       case OpKind::Barrier:

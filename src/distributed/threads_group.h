@@ -13,6 +13,7 @@ namespace loom::dist {
 
 // The groups of `size` ranks, all on `device` (the CPU, or one CUDA device they share); give
 // group r to the thread of rank r. Collectives are always compared across ranks (for free).
-std::vector<GroupPtr> make_threads_groups(int size, Device device, const GroupOptions& options = {});
+std::vector<GroupPtr> make_threads_groups(int size, Device device,
+                                          const GroupOptions& options = {});
 
 }  // namespace loom::dist

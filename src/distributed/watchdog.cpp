@@ -9,7 +9,10 @@ namespace loom::dist {
 
 Watchdog::Watchdog(std::function<void()> setup, std::function<std::string()> check,
                    std::function<void(const std::string&)> fail, std::chrono::milliseconds period)
-    : setup_(std::move(setup)), check_(std::move(check)), fail_(std::move(fail)), period_(period),
+    : setup_(std::move(setup)),
+      check_(std::move(check)),
+      fail_(std::move(fail)),
+      period_(period),
       thread_([this] { run(); }) {}
 
 Watchdog::~Watchdog() {

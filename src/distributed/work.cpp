@@ -10,21 +10,30 @@ namespace loom::dist {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::Broadcast: return "broadcast";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::Barrier: return "barrier";
+    case OpKind::AllReduce:
+      return "all_reduce";
+    case OpKind::Broadcast:
+      return "broadcast";
+    case OpKind::AllGather:
+      return "all_gather";
+    case OpKind::ReduceScatter:
+      return "reduce_scatter";
+    case OpKind::Barrier:
+      return "barrier";
   }
   return "?";
 }
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
   }
   return "?";
 }
@@ -34,7 +43,8 @@ std::string CollectiveInfo::describe() const {
   std::string s = detail::concat(op_kind_name(kind), " #", sequence);
   if (kind == OpKind::Barrier) return s;
   s += " (";
-  if (kind == OpKind::AllReduce || kind == OpKind::ReduceScatter) s += detail::concat(reduce_op_name(reduce), ", ");
+  if (kind == OpKind::AllReduce || kind == OpKind::ReduceScatter)
+    s += detail::concat(reduce_op_name(reduce), ", ");
   if (kind == OpKind::Broadcast) s += detail::concat("root ", root, ", ");
   return s + detail::concat(dtype_name(dtype), " ", shape_str(shape), ")");
 }
@@ -81,7 +91,8 @@ void Work::mark_completed() {
   if (state_ == State::Completed || state_ == State::Failed) return;
   state_ = State::Completed;
   alive_.clear();
-  done_.reset();  // finished on the device too: nothing need wait for it, and the backend may reuse it
+  done_.reset();  // finished on the device too: nothing need wait for it, and the backend may reuse
+                  // it
   changed_.notify_all();
 }
 
@@ -130,11 +141,13 @@ void Work::wait_until(State target) {
   for (;;) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (state_ == State::Failed) throw_failure();
-    if (state_ == State::Completed || (state_ == State::Launched && target == State::Launched)) return;
+    if (state_ == State::Completed || (state_ == State::Launched && target == State::Launched))
+      return;
     if (Clock::now() >= deadline_) {
       lock.unlock();
-      const std::string reason = detail::concat(
-          "timed out after ", waited_seconds(), " s (the group's timeout) waiting for the other ranks");
+      const std::string reason =
+          detail::concat("timed out after ", waited_seconds(),
+                         " s (the group's timeout) waiting for the other ranks");
       if (on_timeout_) on_timeout_(reason);  // aborts the group, failing this work with the reason
       mark_failed(reason);
       continue;

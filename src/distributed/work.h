@@ -29,7 +29,7 @@ const char* op_kind_name(OpKind kind);  // "all_reduce", ...
 // What a collective is, as errors and the cross-rank fingerprint check describe it.
 struct CollectiveInfo {
   OpKind kind = OpKind::Barrier;
-  uint64_t sequence = 0;  // the group's count of collectives before this one
+  uint64_t sequence = 0;            // the group's count of collectives before this one
   ReduceOp reduce = ReduceOp::Sum;  // all_reduce, reduce_scatter
   int root = -1;                    // broadcast
   DType dtype = kFloat32;

@@ -3,12 +3,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <signal.h>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -62,7 +62,8 @@ class TargetLock {
   explicit TargetLock(const std::string& target) : path_(target + ".lock") {
     for (int attempt = 0; attempt < 100; ++attempt) {
       fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-      LOOM_CHECK(fd_ >= 0, "cannot write ", target, ": cannot create its lock file ", path_, ": ", os_error());
+      LOOM_CHECK(fd_ >= 0, "cannot write ", target, ": cannot create its lock file ", path_, ": ",
+                 os_error());
       if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         const int error = errno;
         if (error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS) {
@@ -80,9 +81,10 @@ class TargetLock {
                    " is writing it at the same time (it holds ", path_, ")");
         LOOM_FAIL("cannot write ", target, ": cannot lock ", path_, ": ", std::strerror(error));
       }
-      struct stat held {}, named {};
-      if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
-          held.st_ino == named.st_ino) {
+      struct stat held {
+      }, named{};
+      if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
         // For a second writer's message; failing to note it costs only the process id there.
         const std::string pid = std::to_string(::getpid()) + "\n";
         const bool noted = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) > 0;
@@ -141,11 +143,13 @@ void sweep_stale_temporaries(const std::string& target) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write) {
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const ByteSink&)>& write) {
   const TargetLock lock(path);
   sweep_stale_temporaries(path);
   TemporaryFile tmp;
-  tmp.path = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  tmp.path =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
   tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   LOOM_CHECK(tmp.fd >= 0, "cannot write ", path, ": ", os_error());
   write([&](const void* data, size_t size) {
@@ -161,7 +165,8 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   LOOM_CHECK(::fsync(tmp.fd) == 0, "writing ", path, " failed (fsync): ", os_error());
   LOOM_CHECK(::close(tmp.fd) == 0, "writing ", path, " failed (close): ", os_error());
   tmp.fd = -1;
-  LOOM_CHECK(::rename(tmp.path.c_str(), path.c_str()) == 0, "cannot replace ", path, ": ", os_error());
+  LOOM_CHECK(::rename(tmp.path.c_str(), path.c_str()) == 0, "cannot replace ", path, ": ",
+             os_error());
   tmp.keep = true;
   // The rename is durable only once the folder's entry is on disk.
   const int dir = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -172,13 +177,16 @@ void write_file_atomically(const std::string& path, const std::function<void(con
 }
 
 PreparedFile::PreparedFile(std::string file_path, std::string bytes)
-    : path(std::move(file_path)),
-      write([bytes = std::move(bytes)](const ByteSink& sink) { sink(bytes.data(), bytes.size()); }) {}
+    : path(std::move(file_path)), write([bytes = std::move(bytes)](const ByteSink& sink) {
+        sink(bytes.data(), bytes.size());
+      }) {}
 
 PreparedFile::PreparedFile(std::string file_path, std::function<void(const ByteSink&)> file_write)
     : path(std::move(file_path)), write(std::move(file_write)) {}
 
-void write_file_atomically(const PreparedFile& file) { write_file_atomically(file.path, file.write); }
+void write_file_atomically(const PreparedFile& file) {
+  write_file_atomically(file.path, file.write);
+}
 
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   return data::read_input_file(path, max_bytes, "io::read_file's max_bytes");

@@ -21,7 +21,8 @@ using ByteSink = std::function<void(const void* data, size_t size)>;
 // the target is left as it was. Holding the lock, it first removes `<path>.tmp-<pid>-<n>`
 // files whose process no longer exists (kill(pid, 0) fails with ESRCH): what a killed write
 // leaves. Temporaries of other targets, or of living processes, are left alone.
-void write_file_atomically(const std::string& path, const std::function<void(const ByteSink&)>& write);
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const ByteSink&)>& write);
 
 // A file ready to be written: its path and a function that hands its bytes to a sink. The
 // function owns everything it writes (its bytes were taken when it was made, see

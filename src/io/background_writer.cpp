@@ -30,7 +30,8 @@ std::optional<std::string> write_one(PreparedFile file) {
 }  // namespace
 
 BackgroundWriter::BackgroundWriter(size_t max_pending) : max_pending_(max_pending) {
-  LOOM_CHECK(max_pending >= 1, "io::BackgroundWriter: max_pending must be at least 1, got ", max_pending);
+  LOOM_CHECK(max_pending >= 1, "io::BackgroundWriter: max_pending must be at least 1, got ",
+             max_pending);
   worker_ = std::thread([this] { work(); });
 }
 
@@ -88,8 +89,9 @@ void BackgroundWriter::work() {
     writing_ = false;
     if (error) {
       if (!queue_.empty()) {
-        *error += "; the " + std::to_string(queue_.size()) + " write" + (queue_.size() == 1 ? "" : "s") +
-                  " queued after it " + (queue_.size() == 1 ? "was" : "were") + " not made";
+        *error += "; the " + std::to_string(queue_.size()) + " write" +
+                  (queue_.size() == 1 ? "" : "s") + " queued after it " +
+                  (queue_.size() == 1 ? "was" : "were") + " not made";
       }
       queue_.clear();
       failure_ = std::move(error);

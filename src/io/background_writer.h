@@ -54,7 +54,7 @@ class BackgroundWriter {
 
   const size_t max_pending_;
   mutable std::mutex mutex_;
-  std::condition_variable queued_;  // a write to do, or the end
+  std::condition_variable queued_;   // a write to do, or the end
   std::condition_variable changed_;  // room in the queue, or a write done
   std::deque<PreparedFile> queue_;
   bool writing_ = false;

@@ -3,12 +3,11 @@
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -41,8 +40,10 @@ std::string state_json(const TrainingState& s) {
 
 constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
-std::vector<std::map<std::string, double>> epoch_metrics(const json& list, const std::string& where) {
-  LOOM_CHECK(list.is_array(), where, ": expected a list of per-epoch objects, got ", nn::json_excerpt(list));
+std::vector<std::map<std::string, double>> epoch_metrics(const json& list,
+                                                         const std::string& where) {
+  LOOM_CHECK(list.is_array(), where, ": expected a list of per-epoch objects, got ",
+             nn::json_excerpt(list));
   std::vector<std::map<std::string, double>> epochs;
   for (size_t e = 0; e < list.size(); ++e) {
     const std::string entry = where + ": epoch " + std::to_string(e);
@@ -75,10 +76,12 @@ TrainingState parse_state(const std::string& text, const std::string& path) {
   s.loader_seed = c.unsigned_integer("loader_seed");
   s.augment_seed = c.unsigned_integer("augment_seed");
   s.samples_seen = c.integer("samples_seen", 0, kMaxCount);
-  epoch_metrics(c.at("history"), path + ": malformed history");  // checked here, where the file is known
+  epoch_metrics(c.at("history"),
+                path + ": malformed history");  // checked here, where the file is known
   s.history_json = c.at("history").dump();
   const json& extra = c.at("extra");
-  LOOM_CHECK(extra.is_object(), c.member("extra"), " must be an object of strings, got ", nn::json_excerpt(extra));
+  LOOM_CHECK(extra.is_object(), c.member("extra"), " must be an object of strings, got ",
+             nn::json_excerpt(extra));
   for (auto it = extra.begin(); it != extra.end(); ++it) {
     LOOM_CHECK(it.value().is_string(), c.member("extra"), " value of \"", nn::excerpt(it.key()),
                "\" must be a string, got ", nn::json_excerpt(it.value()));
@@ -93,13 +96,14 @@ void check_running_sums(const Tensor& loss, const Tensor& correct, const std::st
              ": train.loss_sum and train.correct_sum must be both present or both absent");
   if (!loss.defined()) return;
   using Named = std::pair<const char*, const Tensor*>;
-  for (const auto& [name, t] : {Named{"train.loss_sum", &loss}, Named{"train.correct_sum", &correct}}) {
+  for (const auto& [name, t] :
+       {Named{"train.loss_sum", &loss}, Named{"train.correct_sum", &correct}}) {
     LOOM_CHECK(is_floating(t->dtype()) && t->dim() <= 1 && t->numel() >= 1, path, ": ", name,
-               " must be a floating-point scalar or a vector of one value per rank, got ", dtype_name(t->dtype()),
-               " ", nn::excerpt(shape_str(t->shape())));
+               " must be a floating-point scalar or a vector of one value per rank, got ",
+               dtype_name(t->dtype()), " ", nn::excerpt(shape_str(t->shape())));
   }
-  LOOM_CHECK(loss.shape() == correct.shape(), path, ": train.loss_sum has shape ", shape_str(loss.shape()),
-             " but train.correct_sum ", shape_str(correct.shape()));
+  LOOM_CHECK(loss.shape() == correct.shape(), path, ": train.loss_sum has shape ",
+             shape_str(loss.shape()), " but train.correct_sum ", shape_str(correct.shape()));
 }
 
 std::string optimizer_json(const optim::OptimizerState& state) {
@@ -124,12 +128,14 @@ PreparedFile with_optional_pause(const std::string& path, std::string bytes) {
 
 }  // namespace
 
-PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                                const TrainingState& state, const Preprocessing& preprocessing) {
+PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model,
+                                const optim::Optimizer& optimizer, const TrainingState& state,
+                                const Preprocessing& preprocessing) {
   NamedTensors tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors.insert(kModelPrefix + name, tensor);
   const optim::OptimizerState optim_state = optimizer.state_dict();
-  for (const auto& [name, tensor] : optim_state.tensors) tensors.insert(kOptimPrefix + name, tensor);
+  for (const auto& [name, tensor] : optim_state.tensors)
+    tensors.insert(kOptimPrefix + name, tensor);
   LOOM_CHECK(state.loss_sum.defined() == state.correct_sum.defined(), "save_checkpoint(", path,
              "): loss_sum and correct_sum must both be set or both be empty");
   if (state.loss_sum.defined()) {
@@ -142,8 +148,9 @@ PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model
   return with_optional_pause(path, serialize_safetensors(tensors, metadata));
 }
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const TrainingState& state, const Preprocessing& preprocessing) {
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const TrainingState& state,
+                     const Preprocessing& preprocessing) {
   write_file_atomically(prepare_checkpoint(path, model, optimizer, state, preprocessing));
 }
 
@@ -152,9 +159,11 @@ Checkpoint read_checkpoint(const std::string& path) {
   out.file = load_safetensors(path);
   const Metadata& m = out.file.metadata;
   const std::string& kind = detail::require_metadata(m, "loom.kind", path);
-  LOOM_CHECK(kind == "checkpoint", path, ": is a loom ", nn::excerpt(kind), " file, not a checkpoint");
+  LOOM_CHECK(kind == "checkpoint", path, ": is a loom ", nn::excerpt(kind),
+             " file, not a checkpoint");
   out.state = parse_state(detail::require_metadata(m, "loom.training", path), path);
-  out.preprocessing = Preprocessing::from_json(detail::require_metadata(m, "loom.preprocessing", path), path);
+  out.preprocessing =
+      Preprocessing::from_json(detail::require_metadata(m, "loom.preprocessing", path), path);
   for (const auto& [name, tensor] : out.file.tensors) {
     if (name == "train.loss_sum") out.state.loss_sum = tensor;
     if (name == "train.correct_sum") out.state.correct_sum = tensor;
@@ -163,20 +172,25 @@ Checkpoint read_checkpoint(const std::string& path) {
   return out;
 }
 
-TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer) {
+TrainingState load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer& optimizer) {
   Checkpoint ckpt = read_checkpoint(path);
   const Metadata& m = ckpt.file.metadata;
   const std::string& spec = detail::require_metadata(m, "loom.spec", path);
-  LOOM_CHECK(spec == model.spec_json(), path, ": the checkpoint is of another architecture than the "
-             "model being trained (its spec ", nn::excerpt(spec), " vs ", nn::excerpt(model.spec_json()), ")");
+  LOOM_CHECK(spec == model.spec_json(), path,
+             ": the checkpoint is of another architecture than the "
+             "model being trained (its spec ",
+             nn::excerpt(spec), " vs ", nn::excerpt(model.spec_json()), ")");
 
   optim::OptimizerState optim_state;
   const std::string optim_where = path + ": loom.optimizer";
-  const json optim_json = nn::parse_untrusted_json(detail::require_metadata(m, "loom.optimizer", path), optim_where);
+  const json optim_json =
+      nn::parse_untrusted_json(detail::require_metadata(m, "loom.optimizer", path), optim_where);
   const nn::JsonObject o(optim_json, optim_where);
   optim_state.optimizer = o.string("type");
   const json& scalars = o.at("scalars");
-  LOOM_CHECK(scalars.is_object(), o.member("scalars"), " must be an object of numbers, got ", nn::json_excerpt(scalars));
+  LOOM_CHECK(scalars.is_object(), o.member("scalars"), " must be an object of numbers, got ",
+             nn::json_excerpt(scalars));
   for (auto it = scalars.begin(); it != scalars.end(); ++it) {
     const std::string what = o.member("scalars") + " \"" + nn::excerpt(it.key()) + "\"";
     optim_state.scalars[it.key()] = nn::json_number(it.value(), what);
@@ -197,8 +211,9 @@ TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim:
   std::set<DType> param_dtypes;
   for (const Tensor& p : model.parameters()) param_dtypes.insert(p.dtype());
   for (const auto& [key, tensor] : optim_state.tensors) {
-    LOOM_CHECK(param_dtypes.count(tensor.dtype()) != 0, path, ": the checkpoint's optimizer state does not fit: \"",
-               kOptimPrefix, nn::excerpt(key), "\" is ", dtype_name(tensor.dtype()),
+    LOOM_CHECK(param_dtypes.count(tensor.dtype()) != 0, path,
+               ": the checkpoint's optimizer state does not fit: \"", kOptimPrefix,
+               nn::excerpt(key), "\" is ", dtype_name(tensor.dtype()),
                ", not the dtype of the model's parameters");
   }
   // A failure here ends the resume, so a model loaded before an optimizer mismatch is never

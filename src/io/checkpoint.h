@@ -32,17 +32,19 @@ struct TrainingState {
   Tensor loss_sum;
   Tensor correct_sum;
   int64_t samples_seen = 0;
-  std::string history_json = "[]";  // the metrics of the finished epochs
+  std::string history_json = "[]";           // the metrics of the finished epochs
   std::map<std::string, std::string> extra;  // the application's own (e.g. its flags)
 };
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const TrainingState& state, const Preprocessing& preprocessing = {});
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const TrainingState& state,
+                     const Preprocessing& preprocessing = {});
 // The file save_checkpoint writes, not yet written: its bytes are made here, from the model's
 // and the optimizer's state as they are now (device tensors copied to the host), so training
 // may go on changing them while an io::BackgroundWriter writes it.
-PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                                const TrainingState& state, const Preprocessing& preprocessing = {});
+PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model,
+                                const optim::Optimizer& optimizer, const TrainingState& state,
+                                const Preprocessing& preprocessing = {});
 
 struct Checkpoint {
   TensorFile file;
@@ -56,12 +58,14 @@ Checkpoint read_checkpoint(const std::string& path);
 // Restores the model's weights, the optimizer's state and loom's default generator; returns the
 // training state for the caller's loop. Errors name the file and what does not fit; tensors of
 // another dtype than the model's are refused, not converted.
-TrainingState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer);
+TrainingState load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer& optimizer);
 
 // The metrics of finished epochs as checkpoints store them, [{"epoch": 0, "loss": 0.5, ...}, ...]:
 // a list of objects of finite numbers whose "epoch", where present, is the position. Anything
 // else throws loom::Error "<source>: malformed history: ...". train::History reads it so too.
-std::vector<std::map<std::string, double>> parse_epoch_metrics(const std::string& json, const std::string& source);
+std::vector<std::map<std::string, double>> parse_epoch_metrics(const std::string& json,
+                                                               const std::string& source);
 
 // For tests of crash safety: when the environment variable LOOM_CHECKPOINT_PAUSE_MS is set and
 // a checkpoint (save_checkpoint's, or prepare_checkpoint's when it is written) replaces an

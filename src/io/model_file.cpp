@@ -3,7 +3,6 @@
 #include "loom/io/model_file.h"
 
 #include <nlohmann/json.hpp>
-
 #include <unordered_set>
 
 #include "loom/nn/models/resnet.h"
@@ -17,11 +16,13 @@ using nlohmann::json;
 namespace {
 
 // A list of finite numbers, each checked by `ok` (which `rule` describes).
-std::vector<double> numbers(const nn::JsonObject& c, const char* key, bool (*ok)(double), const char* rule) {
+std::vector<double> numbers(const nn::JsonObject& c, const char* key, bool (*ok)(double),
+                            const char* rule) {
   std::vector<double> out;
   if (!c.has(key)) return out;
   const json& list = c.at(key);
-  LOOM_CHECK(list.is_array(), c.member(key), " must be a list of numbers, got ", nn::json_excerpt(list));
+  LOOM_CHECK(list.is_array(), c.member(key), " must be a list of numbers, got ",
+             nn::json_excerpt(list));
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string what = c.member(key) + "[" + std::to_string(i) + "]";
     out.push_back(nn::json_number(list[i], what));
@@ -50,7 +51,8 @@ nn::NamedTensors outside(const nn::NamedTensors& state, const std::vector<std::s
   nn::NamedTensors out;
   for (const auto& [name, tensor] : state) {
     bool under = false;
-    for (size_t dot = name.find('.'); dot != std::string::npos && !under; dot = name.find('.', dot + 1)) {
+    for (size_t dot = name.find('.'); dot != std::string::npos && !under;
+         dot = name.find('.', dot + 1)) {
       under = skipped.count(name.substr(0, dot)) != 0;
     }
     if (!under) out.insert(name, tensor);
@@ -102,28 +104,34 @@ Preprocessing Preprocessing::from_json(const std::string& text, const std::strin
   p.rescale = c.number("rescale");
   LOOM_CHECK(p.rescale > 0, c.member("rescale"), " must be positive, got ", p.rescale);
   const json& names = c.at("class_names");
-  LOOM_CHECK(names.is_array(), c.member("class_names"), " must be a list of strings, got ", nn::json_excerpt(names));
+  LOOM_CHECK(names.is_array(), c.member("class_names"), " must be a list of strings, got ",
+             nn::json_excerpt(names));
   for (const json& name : names) {
-    LOOM_CHECK(name.is_string(), c.member("class_names"), " must be a list of strings, got ", nn::json_excerpt(name));
+    LOOM_CHECK(name.is_string(), c.member("class_names"), " must be a list of strings, got ",
+               nn::json_excerpt(name));
     p.class_names.push_back(name.get<std::string>());
   }
-  p.mean = numbers(c, "mean", [](double) { return true; }, "finite");
+  p.mean = numbers(
+      c, "mean", [](double) { return true; }, "finite");
   // A zero std divides every input by zero: the model would see only inf and NaN.
-  p.std = numbers(c, "std", [](double s) { return s > 0; }, "positive");
+  p.std = numbers(
+      c, "std", [](double s) { return s > 0; }, "positive");
   const std::string interpolation = c.string("interpolation", "nearest");  // older files: nearest
   const std::optional<data::Interpolation> parsed = interpolation_from_name(interpolation);
-  LOOM_CHECK(parsed.has_value(), source, ": preprocessing interpolation \"", nn::excerpt(interpolation),
-             "\" is unknown; expected nearest, bilinear or area");
+  LOOM_CHECK(parsed.has_value(), source, ": preprocessing interpolation \"",
+             nn::excerpt(interpolation), "\" is unknown; expected nearest, bilinear or area");
   p.interpolation = *parsed;
-  LOOM_CHECK(p.mean.size() == p.std.size() && (p.mean.empty() || p.mean.size() == size_t(p.channels)),
-             source, ": preprocessing mean/std have ", p.mean.size(), "/", p.std.size(),
-             " values for ", p.channels, " channels");
+  LOOM_CHECK(
+      p.mean.size() == p.std.size() && (p.mean.empty() || p.mean.size() == size_t(p.channels)),
+      source, ": preprocessing mean/std have ", p.mean.size(), "/", p.std.size(), " values for ",
+      p.channels, " channels");
   return p;
 }
 
 namespace detail {
 
-Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocessing, const std::string& kind) {
+Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocessing,
+                        const std::string& kind) {
   return {{"format", "pt"},  // Hugging Face's convention for PyTorch-named weights
           {"loom.kind", kind},
           {"loom.format_version", kFormatVersion},
@@ -131,9 +139,11 @@ Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocess
           {"loom.preprocessing", preprocessing.to_json()}};
 }
 
-const std::string& require_metadata(const Metadata& metadata, const std::string& key, const std::string& path) {
+const std::string& require_metadata(const Metadata& metadata, const std::string& key,
+                                    const std::string& path) {
   const auto it = metadata.find(key);
-  LOOM_CHECK(it != metadata.end(), path, ": not a loom model file (no \"", key, "\" in its metadata)");
+  LOOM_CHECK(it != metadata.end(), path, ": not a loom model file (no \"", key,
+             "\" in its metadata)");
   return it->second;
 }
 
@@ -150,10 +160,11 @@ void check_tensors_fit(const std::vector<nn::StateEntry>& expected, const nn::Na
     }
     const Tensor& t = given.at(e.name);
     if (t.shape() != e.shape) {
-      problems.push_back(name + " has shape " + nn::excerpt(shape_str(t.shape())) + ", the model's " +
-                         shape_str(e.shape));
+      problems.push_back(name + " has shape " + nn::excerpt(shape_str(t.shape())) +
+                         ", the model's " + shape_str(e.shape));
     } else if (t.dtype() != e.dtype) {
-      problems.push_back(name + " is " + dtype_name(t.dtype()) + ", the model's " + dtype_name(e.dtype));
+      problems.push_back(name + " is " + dtype_name(t.dtype()) + ", the model's " +
+                         dtype_name(e.dtype));
     }
   }
   for (const auto& [name, tensor] : given) {
@@ -163,20 +174,24 @@ void check_tensors_fit(const std::vector<nn::StateEntry>& expected, const nn::Na
   constexpr size_t kListed = 3;  // each may quote an 80-character name
   std::string list;
   for (size_t i = 0; i < problems.size() && i < kListed; ++i) list += (i ? "; " : "") + problems[i];
-  if (problems.size() > kListed) list += "; and " + std::to_string(problems.size() - kListed) + " more";
+  if (problems.size() > kListed)
+    list += "; and " + std::to_string(problems.size() - kListed) + " more";
   LOOM_FAIL(context, ": ", list);
 }
 
-nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, const std::string& path) {
+nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix,
+                            const std::string& path) {
   const std::string& version = require_metadata(file.metadata, "loom.format_version", path);
   LOOM_CHECK(version == kFormatVersion, path, ": loom format version ", nn::excerpt(version),
              " is not supported (this build reads version ", kFormatVersion, ")");
   const std::string& spec = require_metadata(file.metadata, "loom.spec", path);
   nn::NamedTensors state;
   for (const auto& [name, tensor] : file.tensors) {
-    if (name.compare(0, prefix.size(), prefix) == 0) state.insert(name.substr(prefix.size()), tensor);
+    if (name.compare(0, prefix.size(), prefix) == 0)
+      state.insert(name.substr(prefix.size()), tensor);
   }
-  const std::string misfit = path + ": the weights do not fit the architecture in its spec (a file of another model?)";
+  const std::string misfit =
+      path + ": the weights do not fit the architecture in its spec (a file of another model?)";
   auto unbuildable = [&](const Error& e) {
     return Error(path + ": cannot rebuild the model from its spec: " + e.what());
   };
@@ -208,15 +223,15 @@ nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, c
 
 }  // namespace detail
 
-PreparedFile prepare_model_file(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
-                                const Metadata& extra) {
+PreparedFile prepare_model_file(const std::string& path, const nn::Module& model,
+                                const Preprocessing& preprocessing, const Metadata& extra) {
   Metadata metadata = detail::model_metadata(model, preprocessing, "model");
   metadata.insert(extra.begin(), extra.end());  // keeps the description's own entries
   return PreparedFile(path, serialize_safetensors(model.state_dict(), metadata));
 }
 
-void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
-                const Metadata& extra) {
+void save_model(const std::string& path, const nn::Module& model,
+                const Preprocessing& preprocessing, const Metadata& extra) {
   write_file_atomically(prepare_model_file(path, model, preprocessing, extra));
 }
 
@@ -224,14 +239,15 @@ LoadedModel load_model(const std::string& path, Device device) {
   LoadedModel out;
   TensorFile file = load_safetensors(path);
   const std::string& kind = detail::require_metadata(file.metadata, "loom.kind", path);
-  LOOM_CHECK(kind == "model" || kind == "checkpoint", path, ": unknown loom.kind \"", nn::excerpt(kind),
-             "\" (expected model or checkpoint)");
+  LOOM_CHECK(kind == "model" || kind == "checkpoint", path, ": unknown loom.kind \"",
+             nn::excerpt(kind), "\" (expected model or checkpoint)");
   out.preprocessing = Preprocessing::from_json(
       detail::require_metadata(file.metadata, "loom.preprocessing", path), path);
   out.model = detail::rebuild_model(file, kind == "checkpoint" ? "model." : "", path);
   const std::optional<int64_t> channels = input_channels(*out.model);
-  LOOM_CHECK(!channels || *channels == out.preprocessing.channels, path, ": the preprocessing gives ",
-             out.preprocessing.channels, out.preprocessing.channels == 1 ? " channel" : " channels",
+  LOOM_CHECK(!channels || *channels == out.preprocessing.channels, path,
+             ": the preprocessing gives ", out.preprocessing.channels,
+             out.preprocessing.channels == 1 ? " channel" : " channels",
              " but the model's first layer takes ", *channels);
   out.metadata = std::move(file.metadata);
   out.model->to(device);

@@ -64,12 +64,12 @@ struct LoadedModel {
 
 // Writes the model's weights (on any device) and description atomically; `extra` adds the
 // caller's own metadata entries (the description's own keys win).
-void save_model(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
-                const Metadata& extra = {});
+void save_model(const std::string& path, const nn::Module& model,
+                const Preprocessing& preprocessing, const Metadata& extra = {});
 // The file save_model writes, not yet written: its bytes are made here, from the weights as
 // they are now, so they may change while an io::BackgroundWriter writes it.
-PreparedFile prepare_model_file(const std::string& path, const nn::Module& model, const Preprocessing& preprocessing,
-                                const Metadata& extra = {});
+PreparedFile prepare_model_file(const std::string& path, const nn::Module& model,
+                                const Preprocessing& preprocessing, const Metadata& extra = {});
 // Rebuilds the model from the spec, loads its weights strictly and moves it to `device`. Also
 // reads a checkpoint (io/checkpoint.h), which holds the same description. The spec is checked
 // against the file's tensors (names, shapes, dtypes) before anything is built, and the
@@ -79,11 +79,14 @@ LoadedModel load_model(const std::string& path, Device device = kCPU);
 
 namespace detail {
 // The metadata that describes a model (spec, preprocessing, version) with the given kind.
-Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocessing, const std::string& kind);
+Metadata model_metadata(const nn::Module& model, const Preprocessing& preprocessing,
+                        const std::string& kind);
 // Builds the module of file.metadata's spec and loads the tensors named prefix + state name.
-nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix, const std::string& path);
+nn::ModulePtr rebuild_model(const TensorFile& file, const std::string& prefix,
+                            const std::string& path);
 // The metadata value of `key`, or an error naming the file when it is absent.
-const std::string& require_metadata(const Metadata& metadata, const std::string& key, const std::string& path);
+const std::string& require_metadata(const Metadata& metadata, const std::string& key,
+                                    const std::string& path);
 // Throws "<context>: <problems>" unless `given` holds exactly the tensors of `expected`, each
 // with its shape and dtype (a file's int32 tensor is refused, not converted into a float
 // parameter). Names the first few problems and counts the rest.

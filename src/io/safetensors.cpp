@@ -1,10 +1,9 @@
 #include "loom/io/safetensors.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "loom/io/atomic_file.h"
 #include "loom/nn/untrusted_json.h"
@@ -17,20 +16,26 @@ static_assert(sizeof(void*) == 8, "loom's file formats assume a 64-bit host");
 
 const char* format_dtype(DType dtype) {
   switch (dtype) {
-    case kFloat32: return "F32";
-    case kFloat64: return "F64";
-    case kInt64: return "I64";
-    case kInt32: return "I32";
-    case kUInt8: return "U8";
-    case kBFloat16: return "BF16";
+    case kFloat32:
+      return "F32";
+    case kFloat64:
+      return "F64";
+    case kInt64:
+      return "I64";
+    case kInt32:
+      return "I32";
+    case kUInt8:
+      return "U8";
+    case kBFloat16:
+      return "BF16";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& s, DType* dtype) {
-  static const std::pair<const char*, DType> table[] = {
-      {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64},
-      {"I32", kInt32},   {"U8", kUInt8},     {"BF16", kBFloat16}};
+  static const std::pair<const char*, DType> table[] = {{"F32", kFloat32}, {"F64", kFloat64},
+                                                        {"I64", kInt64},   {"I32", kInt32},
+                                                        {"U8", kUInt8},    {"BF16", kBFloat16}};
   for (const auto& [name, value] : table) {
     if (s == name) {
       *dtype = value;
@@ -68,11 +73,14 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   std::vector<Tensor> host;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name, "\"");
+    LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name,
+               "\"");
     LOOM_CHECK(tensor.defined(), "safetensors: tensor \"", name, "\" is undefined");
     Tensor t = tensor.detach().to(kCPU).contiguous();
     const uint64_t bytes = t.nbytes();
-    header[name] = {{"dtype", format_dtype(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", format_dtype(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     host.push_back(t);
   }
@@ -87,24 +95,27 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   return out;
 }
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const Metadata& metadata) {
   const std::string bytes = serialize_safetensors(tensors, metadata);
   write_file_atomically(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
 }
 
 TensorFile parse_safetensors(const std::string& bytes, const std::string& name, Device device) {
   LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
-  LOOM_CHECK(bytes.size() >= 8, name, ": not a safetensors file (", bytes.size(), " bytes, too short for a header)");
+  LOOM_CHECK(bytes.size() >= 8, name, ": not a safetensors file (", bytes.size(),
+             " bytes, too short for a header)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
-  LOOM_CHECK(header_len <= bytes.size() - 8, name, ": not a safetensors file or truncated (header length ",
-             header_len, ", file size ", bytes.size(), ")");
+  LOOM_CHECK(header_len <= bytes.size() - 8, name,
+             ": not a safetensors file or truncated (header length ", header_len, ", file size ",
+             bytes.size(), ")");
   LOOM_CHECK(header_len <= kMaxHeaderBytes, name, ": the safetensors header length ", header_len,
              " is more than the ", kMaxHeaderBytes, " bytes loom reads");
   // Depth-limited and without repeated keys: a name given twice would otherwise silently
   // take its last entry, and error messages dump parts of the header.
-  const nlohmann::json header =
-      nn::parse_untrusted_json(std::string_view(bytes).substr(8, header_len), name + ": the safetensors header");
+  const nlohmann::json header = nn::parse_untrusted_json(
+      std::string_view(bytes).substr(8, header_len), name + ": the safetensors header");
   LOOM_CHECK(header.is_object(), name, ": the safetensors header is not a JSON object");
   const uint64_t data_size = bytes.size() - 8 - header_len;
 
@@ -116,7 +127,8 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
     if (key == "__metadata__") {
       LOOM_CHECK(value.is_object(), name, ": __metadata__ must be an object of strings");
       for (auto m = value.begin(); m != value.end(); ++m) {
-        LOOM_CHECK(m.value().is_string(), name, ": __metadata__ value of \"", nn::excerpt(m.key()), "\" is not a string");
+        LOOM_CHECK(m.value().is_string(), name, ": __metadata__ value of \"", nn::excerpt(m.key()),
+                   "\" is not a string");
         file.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -127,15 +139,18 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
                where, " needs dtype, shape and data_offsets");
     Entry e;
     e.name = key;
-    LOOM_CHECK(value["dtype"].is_string() && parse_dtype(value["dtype"].get<std::string>(), &e.dtype), where,
-               " has unsupported dtype ", nn::json_excerpt(value["dtype"]),
-               " (loom reads F32, F64, BF16, I64, I32, U8)");
+    LOOM_CHECK(
+        value["dtype"].is_string() && parse_dtype(value["dtype"].get<std::string>(), &e.dtype),
+        where, " has unsupported dtype ", nn::json_excerpt(value["dtype"]),
+        " (loom reads F32, F64, BF16, I64, I32, U8)");
     const auto& shape = value["shape"];
-    LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ", nn::json_excerpt(shape));
+    LOOM_CHECK(shape.is_array() && shape.size() <= 64, where, " has an invalid shape ",
+               nn::json_excerpt(shape));
     uint64_t numel = 1;
     for (const auto& s : shape) {
       // Each size must fit Shape's int64_t: [0, 2^64 - 1] has no elements yet a negative size.
-      LOOM_CHECK(s.is_number_unsigned() && s.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
+      LOOM_CHECK(s.is_number_unsigned() &&
+                     s.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
                  where, " has an invalid shape ", nn::json_excerpt(shape));
       const uint64_t size = s.get<uint64_t>();
       LOOM_CHECK(size == 0 || numel <= std::numeric_limits<int64_t>::max() / size, where,
@@ -153,8 +168,9 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
     LOOM_CHECK(numel <= std::numeric_limits<uint64_t>::max() / elem, where, " is too large");
     LOOM_CHECK(e.begin <= e.end && e.end <= data_size, where, " has data_offsets [", e.begin, ", ",
                e.end, ") outside the ", data_size, "-byte data section (truncated file?)");
-    LOOM_CHECK(e.end - e.begin == numel * elem, where, " has ", e.end - e.begin, " bytes of data but shape ",
-               nn::json_excerpt(shape), " of ", dtype_name(e.dtype), " needs ", numel * elem);
+    LOOM_CHECK(e.end - e.begin == numel * elem, where, " has ", e.end - e.begin,
+               " bytes of data but shape ", nn::json_excerpt(shape), " of ", dtype_name(e.dtype),
+               " needs ", numel * elem);
     entries.push_back(std::move(e));
   }
   // The ranges must tile the data section exactly: no overlap, no hole, nothing after.
@@ -168,7 +184,8 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name, 
                " (data_offsets start ", e.begin, ", expected ", expected, ")");
     expected = e.end;
   }
-  LOOM_CHECK(expected == data_size, name, ": ", data_size - expected, " bytes after the last tensor's data");
+  LOOM_CHECK(expected == data_size, name, ": ", data_size - expected,
+             " bytes after the last tensor's data");
 
   const char* data = bytes.data() + 8 + header_len;
   for (const Entry& e : entries) {

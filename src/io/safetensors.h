@@ -34,7 +34,8 @@ struct TensorFile {
 
 // Writes atomically (see atomic_file.h). Tensors may live on any device; names must be
 // unique and non-empty and must not be "__metadata__".
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const Metadata& metadata = {});
 
 // Reads and validates the whole file before creating any tensor: header length (at most
 // kMaxHeaderBytes), JSON (nn/untrusted_json.h: depth-limited, no repeated key), dtypes,
@@ -42,7 +43,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
 // holes, and that no size arithmetic overflows. Errors name the path and the problem.
 TensorFile load_safetensors(const std::string& path, Device device = kCPU);
 // The same from bytes in memory; `name` is used in error messages.
-TensorFile parse_safetensors(const std::string& bytes, const std::string& name, Device device = kCPU);
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name,
+                             Device device = kCPU);
 // The bytes save_safetensors writes.
 std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata = {});
 

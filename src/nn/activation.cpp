@@ -33,7 +33,8 @@ std::string LeakyReLU::config_json() const {
 
 std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "LeakyReLU spec");
-  return std::make_shared<LeakyReLU>(JsonObject(j, "LeakyReLU spec").number("negative_slope", 0.01));
+  return std::make_shared<LeakyReLU>(
+      JsonObject(j, "LeakyReLU spec").number("negative_slope", 0.01));
 }
 
 Tensor Softmax::forward(const Tensor& x) { return softmax(x, dim_); }
@@ -42,7 +43,8 @@ std::string Softmax::config_json() const { return nlohmann::json{{"dim", dim_}}.
 
 std::shared_ptr<Softmax> Softmax::from_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "Softmax spec");
-  return std::make_shared<Softmax>(JsonObject(j, "Softmax spec").integer("dim", -kMaxDims, kMaxDims, -1));
+  return std::make_shared<Softmax>(
+      JsonObject(j, "Softmax spec").integer("dim", -kMaxDims, kMaxDims, -1));
 }
 
 // The shape as it is; a dim the tensor (the example and its batch) does not have is refused.

@@ -60,8 +60,8 @@ std::string BatchNorm2d::config_json() const {
 std::shared_ptr<BatchNorm2d> BatchNorm2d::from_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "BatchNorm2d spec");
   const JsonObject c(j, "BatchNorm2d spec");
-  return std::make_shared<BatchNorm2d>(c.integer("num_features", 1, kMaxSpecInteger), c.number("eps", 1e-5),
-                                       c.number("momentum", 0.1));
+  return std::make_shared<BatchNorm2d>(c.integer("num_features", 1, kMaxSpecInteger),
+                                       c.number("eps", 1e-5), c.number("momentum", 0.1));
 }
 
 namespace {

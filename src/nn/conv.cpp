@@ -92,7 +92,8 @@ Conv2dConfig parse_config(const std::string& config_json) {
   if (padding.is_string()) {
     const std::string& mode = padding.get_ref<const std::string&>();
     LOOM_CHECK(mode == "same" || mode == "valid",
-               "Conv2d spec: padding must be \"same\", \"valid\" or [h, w], got ", json_excerpt(padding));
+               "Conv2d spec: padding must be \"same\", \"valid\" or [h, w], got ",
+               json_excerpt(padding));
     out.options.padding(mode == "same" ? Padding::Same : Padding::Valid);
   } else {
     const auto p = c.pair("padding", 0, kMaxSpecInteger);
@@ -111,7 +112,8 @@ std::shared_ptr<Conv2d> Conv2d::from_config(const std::string& config_json) {
 
 std::vector<StateEntry> Conv2d::state_of_config(const std::string& config_json) {
   const Conv2dConfig c = parse_config(config_json);
-  std::vector<StateEntry> state = {{"weight", {c.out_channels, c.in_channels, c.kernel.h, c.kernel.w}, kFloat32}};
+  std::vector<StateEntry> state = {
+      {"weight", {c.out_channels, c.in_channels, c.kernel.h, c.kernel.w}, kFloat32}};
   if (c.bias) state.push_back({"bias", {c.out_channels}, kFloat32});
   return state;
 }

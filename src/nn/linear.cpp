@@ -44,8 +44,8 @@ struct LinearConfig {
 LinearConfig parse_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "Linear spec");
   const JsonObject c(j, "Linear spec");
-  return {c.integer("in_features", 1, kMaxSpecInteger), c.integer("out_features", 1, kMaxSpecInteger),
-          c.boolean("bias", true)};
+  return {c.integer("in_features", 1, kMaxSpecInteger),
+          c.integer("out_features", 1, kMaxSpecInteger), c.boolean("bias", true)};
 }
 
 }  // namespace

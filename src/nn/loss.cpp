@@ -14,7 +14,9 @@ namespace {
 
 // Bfloat16 predictions (mixed precision's outputs) widened to float32: a loss and its mean over
 // a batch in bfloat16 would keep 8 significant bits; the gradient flows back as bfloat16.
-Tensor widened(const Tensor& t) { return t.defined() && t.dtype() == kBFloat16 ? t.to(kFloat32) : t; }
+Tensor widened(const Tensor& t) {
+  return t.defined() && t.dtype() == kBFloat16 ? t.to(kFloat32) : t;
+}
 
 Tensor reduce(const Tensor& losses, Reduction reduction) {
   switch (reduction) {

@@ -36,7 +36,8 @@ void Module::check_new_name(const std::string& name) const {
   LOOM_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(),
              ": a parameter, buffer or child name must be non-empty and contain no '.', got \"",
              excerpt(name), "\"");
-  LOOM_CHECK(names_.count(name) == 0, type_name(), ": the name \"", excerpt(name), "\" is already registered");
+  LOOM_CHECK(names_.count(name) == 0, type_name(), ": the name \"", excerpt(name),
+             "\" is already registered");
 }
 
 Tensor Module::register_parameter(const std::string& name, const Tensor& value,
@@ -202,7 +203,8 @@ NamedTensors Module::state_dict() const {
 
 std::vector<StateEntry> Module::state_layout() const {
   std::vector<StateEntry> out;
-  for (const auto& [name, tensor] : state_dict()) out.push_back({name, tensor.shape(), tensor.dtype()});
+  for (const auto& [name, tensor] : state_dict())
+    out.push_back({name, tensor.shape(), tensor.dtype()});
   return out;
 }
 

@@ -15,5 +15,5 @@
 #include "loom/nn/named_tensors.h"
 #include "loom/nn/pooling.h"
 #include "loom/nn/sequential.h"
-#include "loom/nn/summary.h"
 #include "loom/nn/spec.h"
+#include "loom/nn/summary.h"

@@ -95,7 +95,8 @@ std::shared_ptr<AvgPool2d> AvgPool2d::from_config(const std::string& config_json
   const nlohmann::json j = parse_untrusted_json(config_json, "AvgPool2d spec");
   const JsonObject c(j, "AvgPool2d spec");
   return std::make_shared<AvgPool2d>(size2_from(c, "kernel", 1), size2_from(c, "stride", 0),
-                                     size2_from(c, "padding", 0), c.boolean("count_include_pad", true));
+                                     size2_from(c, "padding", 0),
+                                     c.boolean("count_include_pad", true));
 }
 
 ShapeRule AvgPool2d::shape_rule_of_config(const std::string& config_json) {

@@ -1,9 +1,8 @@
 // Sequential: chaining, naming by index, and its spec (each layer's own spec plus its name).
 #include "loom/nn/sequential.h"
 
-#include <typeinfo>
-
 #include <nlohmann/json.hpp>
+#include <typeinfo>
 
 #include "loom/nn/activation.h"
 #include "loom/nn/batch_norm.h"

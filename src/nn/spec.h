@@ -29,8 +29,9 @@ ModulePtr from_spec(const std::string& spec_json);
 
 // What spec_state() tells of a module before it is built.
 struct PredictedState {
-  std::vector<StateEntry> entries;       // the state of every layer whose type has a StateFunction
-  std::vector<std::string> unpredicted;  // the layers (dotted paths; "" for the whole) of types without
+  std::vector<StateEntry> entries;  // the state of every layer whose type has a StateFunction
+  std::vector<std::string>
+      unpredicted;  // the layers (dotted paths; "" for the whole) of types without
 };
 
 // The state_layout() of the module from_spec(spec_json) would build, computed from the spec

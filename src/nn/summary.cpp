@@ -1,10 +1,11 @@
 // Sequential::summarize/summary and nn::summary: a real forward pass of one random sample, layer
 // by layer for a Sequential, as a whole for any other module.
+#include "loom/nn/summary.h"
+
 #include <cstdio>
 #include <sstream>
 
 #include "loom/nn/sequential.h"
-#include "loom/nn/summary.h"
 #include "loom/tensor/autograd.h"
 #include "loom/tensor/random.h"
 
@@ -88,13 +89,15 @@ std::string summary(Module& model, const Shape& input_shape) {
   int64_t in_children = 0;
   for (const auto& [name, child] : model.named_children()) {
     const std::string label = name + " (" + child->type_name() + ")";
-    std::snprintf(line, sizeof line, "%-45s %25s\n", label.c_str(), with_commas(child->num_parameters()).c_str());
+    std::snprintf(line, sizeof line, "%-45s %25s\n", label.c_str(),
+                  with_commas(child->num_parameters()).c_str());
     out << line << rule << "\n";
     in_children += child->num_parameters();
   }
   const int64_t total = model.num_parameters(), trainable = model.num_parameters(true);
   if (total > in_children) {  // parameters the module registers itself
-    std::snprintf(line, sizeof line, "%-45s %25s\n", "(its own parameters)", with_commas(total - in_children).c_str());
+    std::snprintf(line, sizeof line, "%-45s %25s\n", "(its own parameters)",
+                  with_commas(total - in_children).c_str());
     out << line << rule << "\n";
   }
   out << "Output shape: " << shape_with_batch(output) << "\n"

@@ -36,9 +36,12 @@ Tensor relu(const Tensor& x) {
 Tensor add_relu(const Tensor& a, const Tensor& b) {
   Tensor out = run_floating(Op::AddRelu, "add_relu", {a, b});
   return record("add_relu", out, {a, b},
-                [saved = out.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
+                [saved = out.detach(), sa = a.shape(),
+                 sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
                   const Tensor grad = run_floating(Op::ReluBackward, "relu_backward", {g, saved});
-                  auto to = [&](const Shape& s) { return grad.shape() == s ? grad : sum_to(grad, s); };
+                  auto to = [&](const Shape& s) {
+                    return grad.shape() == s ? grad : sum_to(grad, s);
+                  };
                   return {to(sa), to(sb)};
                 });
 }

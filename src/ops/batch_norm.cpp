@@ -23,8 +23,8 @@ void check_channel_tensor(const Tensor& t, const char* name, const Tensor& x) {
              shape_str(t.shape()), " but the input ", shape_str(x.shape()), " has ", x.size(1),
              " channels");
   LOOM_CHECK(t.dtype() == channel_dtype(x) && t.device() == x.device(), "batch_norm: ", name, " (",
-             t.dtype(), ", ", t.device(), ") must be ", channel_dtype(x), " on the input's device (the input is ",
-             x.dtype(), " on ", x.device(), ")");
+             t.dtype(), ", ", t.device(), ") must be ", channel_dtype(x),
+             " on the input's device (the input is ", x.dtype(), " on ", x.device(), ")");
 }
 
 Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
@@ -32,10 +32,13 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor
                        double momentum, double eps, bool relu) {
   const char* name = relu ? "batch_norm_relu" : "batch_norm";
   LOOM_CHECK(x_in.defined(), "batch_norm: input is undefined");
-  LOOM_CHECK(x_in.dim() >= 2, "batch_norm: input must be [N, C, ...], got shape ", shape_str(x_in.shape()));
-  LOOM_CHECK(is_floating(x_in.dtype()), "batch_norm: input must be floating point, got ", x_in.dtype());
+  LOOM_CHECK(x_in.dim() >= 2, "batch_norm: input must be [N, C, ...], got shape ",
+             shape_str(x_in.shape()));
+  LOOM_CHECK(is_floating(x_in.dtype()), "batch_norm: input must be floating point, got ",
+             x_in.dtype());
   LOOM_CHECK(eps > 0, "batch_norm: eps must be positive, got ", eps);
-  LOOM_CHECK(momentum >= 0 && momentum <= 1, "batch_norm: momentum must be in [0, 1], got ", momentum);
+  LOOM_CHECK(momentum >= 0 && momentum <= 1, "batch_norm: momentum must be in [0, 1], got ",
+             momentum);
   check_channel_tensor(weight_in, "weight", x_in);
   check_channel_tensor(bias_in, "bias", x_in);
   check_channel_tensor(running_mean, "running_mean", x_in);
@@ -44,18 +47,22 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor
              "batch_norm: give both running_mean and running_var, or neither");
   LOOM_CHECK(training || running_mean.defined(),
              "batch_norm: eval mode needs running_mean and running_var");
-  LOOM_CHECK(!running_mean.defined() || (running_mean.is_contiguous() && running_var.is_contiguous()),
-             "batch_norm: running_mean and running_var are updated in place and must be contiguous");
+  LOOM_CHECK(
+      !running_mean.defined() || (running_mean.is_contiguous() && running_var.is_contiguous()),
+      "batch_norm: running_mean and running_var are updated in place and must be contiguous");
 
   detail::BnGeometry g;
   g.n = x_in.size(0), g.c = x_in.size(1), g.inner = x_in.numel() / std::max<int64_t>(1, g.n * g.c);
   LOOM_CHECK(x_in.numel() > 0, "batch_norm: input ", shape_str(x_in.shape()), " is empty");
-  LOOM_CHECK(!training || g.n * g.inner > 1, "batch_norm: training needs more than one value per "
-             "channel, got input shape ", shape_str(x_in.shape()));
+  LOOM_CHECK(!training || g.n * g.inner > 1,
+             "batch_norm: training needs more than one value per "
+             "channel, got input shape ",
+             shape_str(x_in.shape()));
 
   // CUDA keeps a channels-last input's layout (output and input gradient alike); the CPU reads
   // everything as NCHW.
-  const MemoryFormat format = x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
+  const MemoryFormat format =
+      x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
   g.channels_last = format == MemoryFormat::ChannelsLast;
   const Tensor x = x_in.contiguous(format);
   const Tensor weight = weight_in.defined() ? weight_in.contiguous() : Tensor();
@@ -92,12 +99,13 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor
                   const Tensor dw = need_weight ? empty({g.c}, mean.options()) : Tensor();
                   const Tensor db = need_bias ? empty({g.c}, mean.options()) : Tensor();
                   if (dy.is_cuda()) {
-                    LOOM_CUDA_DISPATCH("batch_norm backward",
-                                       detail::cuda_batch_norm_backward(dy, x, g, mean, invstd, weight, bias,
-                                                                        relu, training, dx, dw, db));
+                    LOOM_CUDA_DISPATCH(
+                        "batch_norm backward",
+                        detail::cuda_batch_norm_backward(dy, x, g, mean, invstd, weight, bias, relu,
+                                                         training, dx, dw, db));
                   } else {
-                    detail::cpu_batch_norm_backward(dy, x, g, mean, invstd, weight, bias, relu, training, dx,
-                                                    dw, db);
+                    detail::cpu_batch_norm_backward(dy, x, g, mean, invstd, weight, bias, relu,
+                                                    training, dx, dw, db);
                   }
                   return std::vector<Tensor>{dx, dw, db};
                 });
@@ -105,14 +113,18 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps, /*relu=*/false);
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, bool training,
+                  double momentum, double eps) {
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                         /*relu=*/false);
 }
 
-Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                       const Tensor& running_var, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps, /*relu=*/true);
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, bool training,
+                       double momentum, double eps) {
+  return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                         /*relu=*/true);
 }
 
 }  // namespace loom

@@ -30,11 +30,12 @@ void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& m
 void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                 const Tensor& mean, const Tensor& invstd);
 void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
-                           const Tensor& out);
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                           bool relu, const Tensor& out);
 void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                               const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                              const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
-                              const Tensor& grad_weight, const Tensor& grad_bias);
+                              const Tensor& bias, bool relu, bool training,
+                              const Tensor& grad_input, const Tensor& grad_weight,
+                              const Tensor& grad_bias);
 
 }  // namespace loom::detail

@@ -86,8 +86,8 @@ LOOM_HOST_DEVICE bool bn_relu_passes(const BnChannels<P>& ch, int64_t c, T x) {
 // One element's terms of the gradient sums sum_dy = sum(dy) and sum_dy_xmu = sum(dy * (x - mean)),
 // dy masked by a fused relu.
 template <typename T, typename P>
-LOOM_HOST_DEVICE void bn_add_grad_terms(const BnChannels<P>& ch, int64_t c, T x, T dy, bool relu, double& sum_dy,
-                                        double& sum_dy_xmu) {
+LOOM_HOST_DEVICE void bn_add_grad_terms(const BnChannels<P>& ch, int64_t c, T x, T dy, bool relu,
+                                        double& sum_dy, double& sum_dy_xmu) {
   if (relu && !bn_relu_passes(ch, c, x)) return;
   const double d = static_cast<double>(dy);
   sum_dy += d, sum_dy_xmu += d * (static_cast<double>(x) - ch.mean[c]);
@@ -96,8 +96,8 @@ LOOM_HOST_DEVICE void bn_add_grad_terms(const BnChannels<P>& ch, int64_t c, T x,
 // The parameters' gradients from those sums: d weight = sum(dy * xhat), d bias = sum(dy); either
 // pointer may be null (not wanted).
 template <typename P>
-LOOM_HOST_DEVICE void bn_param_grads(const BnChannels<P>& ch, int64_t c, double sum_dy, double sum_dy_xmu,
-                                     P* grad_weight, P* grad_bias) {
+LOOM_HOST_DEVICE void bn_param_grads(const BnChannels<P>& ch, int64_t c, double sum_dy,
+                                     double sum_dy_xmu, P* grad_weight, P* grad_bias) {
   if (grad_weight) grad_weight[c] = static_cast<P>(sum_dy_xmu * ch.invstd[c]);
   if (grad_bias) grad_bias[c] = static_cast<P>(sum_dy);
 }
@@ -116,8 +116,8 @@ struct BnGradCoefficients {
 };
 
 template <typename P>
-LOOM_HOST_DEVICE void bn_finish_grad(const BnChannels<P>& ch, const BnGradCoefficients<P>& k, int64_t c,
-                                     double sum_dy, double sum_dy_xmu, double count) {
+LOOM_HOST_DEVICE void bn_finish_grad(const BnChannels<P>& ch, const BnGradCoefficients<P>& k,
+                                     int64_t c, double sum_dy, double sum_dy_xmu, double count) {
   const double invstd = ch.invstd[c];
   const double w = ch.weight ? static_cast<double>(ch.weight[c]) : 1.0;
   k.gain[c] = static_cast<P>(w * invstd);
@@ -126,11 +126,12 @@ LOOM_HOST_DEVICE void bn_finish_grad(const BnChannels<P>& ch, const BnGradCoeffi
 }
 
 template <typename T, typename P>
-LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<P>& ch, const BnGradCoefficients<P>& k, int64_t c, T x,
-                                    T dy, bool training, bool relu) {
+LOOM_HOST_DEVICE T bn_grad_input_at(const BnChannels<P>& ch, const BnGradCoefficients<P>& k,
+                                    int64_t c, T x, T dy, bool training, bool relu) {
   const P d = relu && !bn_relu_passes(ch, c, x) ? P(0) : static_cast<P>(dy);
   if (!training) return static_cast<T>(k.gain[c] * d);
-  return static_cast<T>(k.gain[c] * (d - k.mean_dy[c] - (static_cast<P>(x) - ch.mean[c]) * k.proj[c]));
+  return static_cast<T>(k.gain[c] *
+                        (d - k.mean_dy[c] - (static_cast<P>(x) - ch.mean[c]) * k.proj[c]));
 }
 
 }  // namespace loom::detail

@@ -24,16 +24,17 @@ std::atomic<int64_t> g_benchmark_limit{16};
 detail::ConvGeometry geometry(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Conv2dOptions& opt) {
   LOOM_CHECK(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
-  LOOM_CHECK(x.dim() == 4, "conv2d: input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
+  LOOM_CHECK(x.dim() == 4, "conv2d: input must be 4-D [N, C, H, W], got shape ",
+             shape_str(x.shape()));
   LOOM_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [O, C, kh, kw], got shape ",
              shape_str(weight.shape()));
-  LOOM_CHECK(x.size(1) == weight.size(1), "conv2d: input has ", x.size(1),
-             " channels but weight ", shape_str(weight.shape()), " expects ", weight.size(1));
+  LOOM_CHECK(x.size(1) == weight.size(1), "conv2d: input has ", x.size(1), " channels but weight ",
+             shape_str(weight.shape()), " expects ", weight.size(1));
   LOOM_CHECK(is_floating(x.dtype()), "conv2d: input must be floating point, got ", x.dtype());
   LOOM_CHECK(weight.dtype() == x.dtype(), "conv2d: weight dtype ", weight.dtype(),
              " differs from input dtype ", x.dtype());
-  LOOM_CHECK(weight.device() == x.device(), "conv2d: weight on ", weight.device(),
-             " but input on ", x.device());
+  LOOM_CHECK(weight.device() == x.device(), "conv2d: weight on ", weight.device(), " but input on ",
+             x.device());
   if (bias.defined()) {
     LOOM_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: bias shape ",
                shape_str(bias.shape()), " does not match ", weight.size(0), " output channels");
@@ -93,7 +94,9 @@ bool deterministic() { return g_deterministic; }
 void set_conv_benchmark(bool benchmark) { g_benchmark = benchmark; }
 bool conv_benchmark() { return g_benchmark; }
 void set_conv_benchmark_limit(int64_t limit) {
-  LOOM_CHECK(limit >= 0, "set_conv_benchmark_limit: the limit must be 0 (time every engine) or positive, got ", limit);
+  LOOM_CHECK(limit >= 0,
+             "set_conv_benchmark_limit: the limit must be 0 (time every engine) or positive, got ",
+             limit);
   g_benchmark_limit = limit;
 }
 int64_t conv_benchmark_limit() { return g_benchmark_limit; }
@@ -133,13 +136,14 @@ std::string cuda_library_versions() {
 namespace {
 
 // conv2d, followed by relu when `relu` (CUDA only: one pass adds the bias and applies it).
-Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
-                   const Conv2dOptions& options, bool relu) {
+Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in,
+                   const Tensor& bias_in, const Conv2dOptions& options, bool relu) {
   detail::ConvGeometry g = geometry(x_in, weight_in, bias_in, options);
   // A channels-last input on CUDA runs channels-last (cuDNN's tensor-core kernels then need no
   // transposes): the weight is laid out so for the call, the output and the input's gradient
   // come out channels-last, and the weight's gradient goes back in the weight's own layout.
-  const MemoryFormat format = x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
+  const MemoryFormat format =
+      x_in.is_cuda() ? x_in.suggest_memory_format() : MemoryFormat::Contiguous;
   const MemoryFormat weight_format = weight_in.suggest_memory_format();
   g.channels_last = format == MemoryFormat::ChannelsLast;
   const Tensor x = x_in.detach().contiguous(format);
@@ -157,39 +161,42 @@ Tensor conv2d_impl(const char* name, const Tensor& x_in, const Tensor& weight_in
   // Saves the (contiguous) input and weight: each gradient needs the other operand; with relu,
   // the output too, whose sign gates the gradient as relu's backward does.
   const Tensor y = relu ? out.detach() : Tensor();
-  return record(name, out, {x_in, weight_in, bias_in},
-                [x, weight, g, y, format, weight_format, need_input, need_weight, need_bias](const Tensor& grad) {
-                  const Tensor dy =
-                      (y.defined() ? detail::run_floating(detail::ElementwiseOp::ReluBackward, "conv2d_relu backward",
-                                                          {grad, y})
-                                   : grad)
-                          .contiguous(format);
-                  detail::ConvGrads r;
-                  if (dy.is_cuda()) {
-                    LOOM_CUDA_DISPATCH("conv2d backward",
-                                       r = detail::cuda_conv2d_backward(dy, x, weight, g, need_input,
-                                                                        need_weight, need_bias));
-                  } else {
-                    r = detail::cpu_conv2d_backward(dy, x, weight, g, need_input, need_weight, need_bias);
-                  }
-                  if (r.weight.defined()) r.weight = r.weight.contiguous(weight_format);
-                  return std::vector<Tensor>{r.input, r.weight, r.bias};
-                });
+  return record(
+      name, out, {x_in, weight_in, bias_in},
+      [x, weight, g, y, format, weight_format, need_input, need_weight,
+       need_bias](const Tensor& grad) {
+        const Tensor dy = (y.defined() ? detail::run_floating(detail::ElementwiseOp::ReluBackward,
+                                                              "conv2d_relu backward", {grad, y})
+                                       : grad)
+                              .contiguous(format);
+        detail::ConvGrads r;
+        if (dy.is_cuda()) {
+          LOOM_CUDA_DISPATCH("conv2d backward",
+                             r = detail::cuda_conv2d_backward(dy, x, weight, g, need_input,
+                                                              need_weight, need_bias));
+        } else {
+          r = detail::cpu_conv2d_backward(dy, x, weight, g, need_input, need_weight, need_bias);
+        }
+        if (r.weight.defined()) r.weight = r.weight.contiguous(weight_format);
+        return std::vector<Tensor>{r.input, r.weight, r.bias};
+      });
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
   using detail::autocast_operand;
-  return conv2d_impl("conv2d", autocast_operand(x), autocast_operand(weight), autocast_operand(bias), options,
-                     false);
+  return conv2d_impl("conv2d", autocast_operand(x), autocast_operand(weight),
+                     autocast_operand(bias), options, false);
 }
 
-Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& options) {
   if (!x.is_cuda()) return relu(conv2d(x, weight, bias, options));
   using detail::autocast_operand;
-  return conv2d_impl("conv2d_relu", autocast_operand(x), autocast_operand(weight), autocast_operand(bias),
-                     options, true);
+  return conv2d_impl("conv2d_relu", autocast_operand(x), autocast_operand(weight),
+                     autocast_operand(bias), options, true);
 }
 
 }  // namespace loom

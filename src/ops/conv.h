@@ -21,13 +21,36 @@ struct Conv2dOptions {
   Padding padding_mode_ = Padding::Explicit;
   std::array<int64_t, 2> dilation_{1, 1};
 
-  Conv2dOptions& stride(int64_t s) { stride_ = {s, s}; return *this; }
-  Conv2dOptions& stride(int64_t h, int64_t w) { stride_ = {h, w}; return *this; }
-  Conv2dOptions& padding(int64_t p) { padding_ = {p, p}; padding_mode_ = Padding::Explicit; return *this; }
-  Conv2dOptions& padding(int64_t h, int64_t w) { padding_ = {h, w}; padding_mode_ = Padding::Explicit; return *this; }
-  Conv2dOptions& padding(Padding mode) { padding_mode_ = mode; return *this; }
-  Conv2dOptions& dilation(int64_t d) { dilation_ = {d, d}; return *this; }
-  Conv2dOptions& dilation(int64_t h, int64_t w) { dilation_ = {h, w}; return *this; }
+  Conv2dOptions& stride(int64_t s) {
+    stride_ = {s, s};
+    return *this;
+  }
+  Conv2dOptions& stride(int64_t h, int64_t w) {
+    stride_ = {h, w};
+    return *this;
+  }
+  Conv2dOptions& padding(int64_t p) {
+    padding_ = {p, p};
+    padding_mode_ = Padding::Explicit;
+    return *this;
+  }
+  Conv2dOptions& padding(int64_t h, int64_t w) {
+    padding_ = {h, w};
+    padding_mode_ = Padding::Explicit;
+    return *this;
+  }
+  Conv2dOptions& padding(Padding mode) {
+    padding_mode_ = mode;
+    return *this;
+  }
+  Conv2dOptions& dilation(int64_t d) {
+    dilation_ = {d, d};
+    return *this;
+  }
+  Conv2dOptions& dilation(int64_t h, int64_t w) {
+    dilation_ = {h, w};
+    return *this;
+  }
 };
 
 // x [N, C, H, W] (*) weight [O, C, kh, kw] + bias [O] (undefined: none) -> [N, O, OH, OW],

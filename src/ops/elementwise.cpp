@@ -33,8 +33,8 @@ Tensor nhwc_view(const Tensor& t, const Shape& shape) {
   Shape strides(4, 0);  // broadcast dims read one element
   const int64_t lead = 4 - t.dim();
   for (int64_t d = 0; d < t.dim(); ++d) strides[lead + d] = t.size(d) == 1 ? 0 : t.stride(d);
-  return t.as_strided({shape[0], shape[2], shape[3], shape[1]}, {strides[0], strides[2], strides[3], strides[1]},
-                      t.offset());
+  return t.as_strided({shape[0], shape[2], shape[3], shape[1]},
+                      {strides[0], strides[2], strides[3], strides[1]}, t.offset());
 }
 
 }  // namespace
@@ -209,15 +209,17 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
 }
 
 Tensor bce_with_logits_terms(const Tensor& logits, const Tensor& targets) {
-  Tensor out = run_floating(Op::BceWithLogits, "binary_cross_entropy_with_logits", {logits, targets});
+  Tensor out =
+      run_floating(Op::BceWithLogits, "binary_cross_entropy_with_logits", {logits, targets});
   return record("binary_cross_entropy_with_logits", out, {logits, targets},
                 [x = logits.detach(), y = targets.detach(), nx = logits.requires_grad(),
                  ny = targets.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
                   return {grad_if(nx,
                                   [&] {
-                                    return reduce_to(run_floating(Op::BceWithLogitsBackward,
-                                                                  "binary_cross_entropy_with_logits", {g, x, y}),
-                                                     x.shape());
+                                    return reduce_to(
+                                        run_floating(Op::BceWithLogitsBackward,
+                                                     "binary_cross_entropy_with_logits", {g, x, y}),
+                                        x.shape());
                                   }),
                           grad_if(ny, [&] { return reduce_to(neg(mul(g, x)), y.shape()); })};
                 });

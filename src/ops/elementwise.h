@@ -23,7 +23,7 @@ Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
-Tensor abs(const Tensor& x);  // gradient sign(x), 0 at 0
+Tensor abs(const Tensor& x);                            // gradient sign(x), 0 at 0
 Tensor clamp(const Tensor& x, double min, double max);  // gradient 1 inside [min, max], else 0
 
 Tensor eq(const Tensor& a, const Tensor& b);

@@ -340,7 +340,9 @@ struct ExtremumBackward {
 template <typename T>
 struct BceWithLogitsBackward {
   using signature = Sig<T, T, T, T>;
-  LOOM_HOST_DEVICE T operator()(T g, T x, T y) const { return g * (T(1) / (T(1) + std::exp(-x)) - y); }
+  LOOM_HOST_DEVICE T operator()(T g, T x, T y) const {
+    return g * (T(1) / (T(1) + std::exp(-x)) - y);
+  }
 };
 
 template <typename T>

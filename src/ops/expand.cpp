@@ -9,8 +9,10 @@ Tensor Tensor::expand(const Shape& requested) const {
   check_defined("expand");
   const int64_t n = static_cast<int64_t>(requested.size());
   const int64_t lead = n - dim();
-  LOOM_CHECK(lead >= 0, "expand: the requested shape ", shape_str(requested), " has fewer "
-             "dimensions than the tensor of shape ", shape_str(shape()));
+  LOOM_CHECK(lead >= 0, "expand: the requested shape ", shape_str(requested),
+             " has fewer "
+             "dimensions than the tensor of shape ",
+             shape_str(shape()));
   Shape new_shape(requested.size()), new_strides(requested.size());
   for (int64_t i = 0; i < n; ++i) {
     const int64_t want = requested[i];
@@ -26,8 +28,8 @@ Tensor Tensor::expand(const Shape& requested) const {
       new_shape[i] = have;
       new_strides[i] = strides()[i - lead];
     } else {
-      LOOM_CHECK(have == 1 && want >= 0, "expand: cannot expand shape ", shape_str(shape()),
-                 " to ", shape_str(requested), ": dimension ", i - lead, " has size ", have,
+      LOOM_CHECK(have == 1 && want >= 0, "expand: cannot expand shape ", shape_str(shape()), " to ",
+                 shape_str(requested), ": dimension ", i - lead, " has size ", have,
                  " and only size-1 dimensions can be expanded (to ", want, ")");
       new_shape[i] = want;
       new_strides[i] = 0;

@@ -41,8 +41,10 @@ bool describe(const Tensor& t, MatrixOperand* m) {
   for (int64_t i = nd - 3; i >= 0; --i) {
     m->batch *= t.size(i);
     if (t.size(i) == 1) continue;
-    if (inner_stride < 0) m->batch_stride = t.stride(i);
-    else if (t.stride(i) != inner_stride * inner_size) return false;
+    if (inner_stride < 0)
+      m->batch_stride = t.stride(i);
+    else if (t.stride(i) != inner_stride * inner_size)
+      return false;
     inner_stride = t.stride(i);
     inner_size = t.size(i);
   }
@@ -93,13 +95,15 @@ Tensor batched_product(const Tensor& a, const Tensor& b, const char* op) {
   }
   const Tensor a_saved = a.detach(), b_saved = b.detach();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record(op, out.view(out_shape), {a, b},
-                [a_saved, b_saved, need_a, need_b](const Tensor& g) {
-    Tensor ga, gb;
-    if (need_a) ga = sum_to(batched_product(g, b_saved.transpose(-1, -2), "matmul"), a_saved.shape());
-    if (need_b) gb = sum_to(batched_product(a_saved.transpose(-1, -2), g, "matmul"), b_saved.shape());
-    return std::vector<Tensor>{ga, gb};
-  });
+  return record(
+      op, out.view(out_shape), {a, b}, [a_saved, b_saved, need_a, need_b](const Tensor& g) {
+        Tensor ga, gb;
+        if (need_a)
+          ga = sum_to(batched_product(g, b_saved.transpose(-1, -2), "matmul"), a_saved.shape());
+        if (need_b)
+          gb = sum_to(batched_product(a_saved.transpose(-1, -2), g, "matmul"), b_saved.shape());
+        return std::vector<Tensor>{ga, gb};
+      });
 }
 
 }  // namespace
@@ -107,8 +111,10 @@ Tensor batched_product(const Tensor& a, const Tensor& b, const char* op) {
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const Tensor a = detail::autocast_operand(a_in), b = detail::autocast_operand(b_in);
   check_pair(a, b, "matmul");
-  LOOM_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dimension, "
-             "got shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()));
+  LOOM_CHECK(a.dim() >= 1 && b.dim() >= 1,
+             "matmul: both operands need at least one dimension, "
+             "got shapes ",
+             shape_str(a.shape()), " and ", shape_str(b.shape()));
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
   LOOM_CHECK(ka == kb, "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
              " cannot be multiplied (", ka, " != ", kb, ")");
@@ -120,8 +126,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       const int64_t x = batch_a[batch_a.size() - i], y = batch_b[batch_b.size() - i];
       compatible = compatible && (x == y || x == 1 || y == 1);
     }
-    LOOM_CHECK(compatible, "matmul: the batch dimensions of shapes ", shape_str(a.shape()),
-               " and ", shape_str(b.shape()), " do not broadcast");
+    LOOM_CHECK(compatible, "matmul: the batch dimensions of shapes ", shape_str(a.shape()), " and ",
+               shape_str(b.shape()), " do not broadcast");
   }
   if (a.dim() == 1 && b.dim() == 1) {
     return batched_product(a.unsqueeze(0), b.unsqueeze(1), "matmul").reshape({});
@@ -143,15 +149,15 @@ Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
   check_pair(a, b, "bmm");
   LOOM_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expects two 3-D tensors, got shapes ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
-  LOOM_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes ",
-             shape_str(a.shape()), " and ", shape_str(b.shape()),
-             " cannot be multiplied (need [B, n, k] and [B, k, m])");
+  LOOM_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes ", shape_str(a.shape()),
+             " and ", shape_str(b.shape()), " cannot be multiplied (need [B, n, k] and [B, k, m])");
   return batched_product(a, b, "bmm");
 }
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   using detail::autocast_operand;
-  const Tensor x = autocast_operand(x_in), weight = autocast_operand(weight_in), bias = autocast_operand(bias_in);
+  const Tensor x = autocast_operand(x_in), weight = autocast_operand(weight_in),
+               bias = autocast_operand(bias_in);
   check_pair(x, weight, "linear");
   LOOM_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ",
              shape_str(weight.shape()));

@@ -12,7 +12,8 @@ namespace {
 
 void check_input(const char* op, const Tensor& x) {
   LOOM_CHECK(x.defined(), op, ": input is undefined");
-  LOOM_CHECK(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
+  LOOM_CHECK(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ",
+             shape_str(x.shape()));
   LOOM_CHECK(is_floating(x.dtype()), op, ": input must be floating point, got ", x.dtype());
   LOOM_CHECK(x.numel() > 0, op, ": input ", shape_str(x.shape()), " is empty");
 }
@@ -55,7 +56,8 @@ Shape out_shape(const Tensor& x, const detail::PoolGeometry& g) {
 // Records a pool's backward: dx, shaped and laid out like x, is written by backward(dy, dx) on
 // dy's device.
 template <typename Backward>
-Tensor record_pool(const char* name, const Tensor& x, const detail::PoolGeometry& g, Tensor out, Backward backward) {
+Tensor record_pool(const char* name, const Tensor& x, const detail::PoolGeometry& g, Tensor out,
+                   Backward backward) {
   const Shape in_shape = x.shape();
   const TensorOptions options = x.options();
   const MemoryFormat format = format_of(g);
@@ -67,7 +69,8 @@ Tensor record_pool(const char* name, const Tensor& x, const detail::PoolGeometry
   });
 }
 
-Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry& g, bool include_pad) {
+Tensor avg_pool(const char* name, const Tensor& x_in, const detail::PoolGeometry& g,
+                bool include_pad) {
   const Tensor x = x_in.contiguous(format_of(g));
   Tensor out = empty(out_shape(x, g), x.options(), format_of(g));
   if (x.is_cuda()) {
@@ -104,7 +107,8 @@ Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding)
   const Tensor x = x_in.contiguous(format_of(g));
   Tensor out = empty(out_shape(x, g), x.options(), format_of(g));
   const Tensor offsets =
-      empty(out_shape(x, g), TensorOptions(detail::max_pool_offset_dtype(g)).device(x.device()), format_of(g));
+      empty(out_shape(x, g), TensorOptions(detail::max_pool_offset_dtype(g)).device(x.device()),
+            format_of(g));
   if (x.is_cuda()) {
     LOOM_CUDA_DISPATCH("max_pool2d", detail::cuda_max_pool2d(x, g, out, offsets));
   } else {
@@ -120,7 +124,8 @@ Tensor max_pool2d(const Tensor& x_in, Size2 kernel, Size2 stride, Size2 padding)
   });
 }
 
-Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {
+Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding,
+                  bool count_include_pad) {
   return avg_pool("avg_pool2d", x, fixed_geometry("avg_pool2d", x, kernel, stride, padding),
                   count_include_pad);
 }

@@ -163,9 +163,10 @@ LOOM_HOST_DEVICE void max_pool_outputs_of(const PoolAxis& a, I i, I& first, I& l
 
 // Gradient of input (iy, ix) of one plane under max pooling: grad [y.out, x.out] summed over
 // the outputs whose saved offset names this pixel, in output order, in double.
-template <typename GradPlane, typename OffsetPlane, typename I, typename T = plane_value_t<GradPlane>>
-LOOM_HOST_DEVICE T max_pool_grad_at(const GradPlane& grad, const OffsetPlane& offsets, const PoolGeometry& g,
-                                    I iy, I ix) {
+template <typename GradPlane, typename OffsetPlane, typename I,
+          typename T = plane_value_t<GradPlane>>
+LOOM_HOST_DEVICE T max_pool_grad_at(const GradPlane& grad, const OffsetPlane& offsets,
+                                    const PoolGeometry& g, I iy, I ix) {
   I oy0, oy1, ox0, ox1;
   max_pool_outputs_of(g.y, iy, oy0, oy1);
   max_pool_outputs_of(g.x, ix, ox0, ox1);

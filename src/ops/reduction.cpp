@@ -34,8 +34,10 @@ std::vector<bool> reduced_mask(const Tensor& x, const std::vector<int64_t>& dims
 Shape reduced_shape(const Shape& shape, const std::vector<bool>& mask, bool keepdim) {
   Shape out;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (!mask[d]) out.push_back(shape[d]);
-    else if (keepdim) out.push_back(1);
+    if (!mask[d])
+      out.push_back(shape[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -56,8 +58,10 @@ Reduced reduce(const Tensor& x, const std::vector<bool>& mask, bool keepdim, Red
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (mask[d]) order.push_back(d), length *= x.size(d);
   }
-  LOOM_CHECK(kind == ReduceKind::Sum || length > 0, op, ": cannot reduce over zero elements "
-             "(the input of shape ", shape_str(x.shape()), " is empty along the reduced dims)");
+  LOOM_CHECK(kind == ReduceKind::Sum || length > 0, op,
+             ": cannot reduce over zero elements "
+             "(the input of shape ",
+             shape_str(x.shape()), " is empty along the reduced dims)");
   const Shape out_shape = reduced_shape(x.shape(), mask, keepdim);
   const int64_t rows = numel_of(out_shape);
   const Tensor rows_in = x.detach().permute(order).contiguous();
@@ -196,7 +200,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     const int64_t have = x.size(lead + static_cast<int64_t>(i));
     if (shape[i] == have) continue;
     LOOM_CHECK(shape[i] == 1, "sum_to: cannot sum a tensor of shape ", shape_str(x.shape()),
-               " to shape ", shape_str(shape), " (dimension ", i, ": ", have, " vs ", shape[i], ")");
+               " to shape ", shape_str(shape), " (dimension ", i, ": ", have, " vs ", shape[i],
+               ")");
     dims.push_back(lead + static_cast<int64_t>(i));
   }
   if (dims.empty()) return x;

@@ -10,7 +10,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   LOOM_CHECK(!tensors.empty(), "cat: expects a non-empty list of tensors");
   const Tensor& first = tensors[0];
   LOOM_CHECK(first.defined(), "cat: input 0 is undefined");
-  LOOM_CHECK(first.dim() > 0, "cat: input 0 is a 0-d tensor and cannot be concatenated; "
+  LOOM_CHECK(first.dim() > 0,
+             "cat: input 0 is a 0-d tensor and cannot be concatenated; "
              "use stack or unsqueeze it first");
   const int64_t d = wrap_dim(dim, first.dim(), "cat");
   Shape out_shape = first.shape();
@@ -18,8 +19,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     LOOM_CHECK(t.defined(), "cat: input ", i, " is undefined");
-    LOOM_CHECK(t.dtype() == first.dtype() && t.device() == first.device(), "cat: input ", i,
-               " is ", dtype_name(t.dtype()), " on ", t.device(), " but input 0 is ",
+    LOOM_CHECK(t.dtype() == first.dtype() && t.device() == first.device(), "cat: input ", i, " is ",
+               dtype_name(t.dtype()), " on ", t.device(), " but input 0 is ",
                dtype_name(first.dtype()), " on ", first.device());
     bool same = t.dim() == first.dim();
     for (int64_t k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == first.size(k);

@@ -2,10 +2,11 @@
 // softmax_backend.h see contiguous rows. Backward by composition from the saved output y:
 //   softmax:     dx = y * (g - sum(g * y))      log_softmax: dx = g - exp(y) * sum(g)
 // with the sums along dim (keepdim).
+#include "loom/ops/softmax.h"
+
 #include "loom/ops/dispatch.h"
 #include "loom/ops/elementwise.h"
 #include "loom/ops/reduction.h"
-#include "loom/ops/softmax.h"
 #include "loom/ops/softmax_backend.h"
 #include "loom/tensor/autograd.h"
 

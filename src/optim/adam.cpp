@@ -23,7 +23,8 @@ AdamW::AdamW(std::vector<Tensor> params, const GroupOptions& options)
 AdamW::AdamW(std::vector<ParamGroup> groups, const GroupOptions& defaults)
     : Adam("AdamW", std::move(groups), defaults, true) {}
 
-Adam::Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions& defaults, bool decoupled)
+Adam::Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions& defaults,
+           bool decoupled)
     : Optimizer(name, defaults), decoupled_(decoupled) {
   init_groups(std::move(groups));
 }
@@ -31,10 +32,12 @@ Adam::Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions&
 void Adam::check_options(const GroupOptions& o) const {
   LOOM_CHECK(std::isfinite(o.lr) && o.lr >= 0.0, name(), ": invalid learning rate ", o.lr);
   LOOM_CHECK(std::isfinite(o.eps) && o.eps >= 0.0, name(), ": invalid eps ", o.eps);
-  LOOM_CHECK(o.beta1 >= 0.0 && o.beta1 < 1.0, name(), ": invalid beta1 ", o.beta1, " (must lie in [0, 1))");
-  LOOM_CHECK(o.beta2 >= 0.0 && o.beta2 < 1.0, name(), ": invalid beta2 ", o.beta2, " (must lie in [0, 1))");
-  LOOM_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, name(), ": invalid weight_decay ",
-             o.weight_decay);
+  LOOM_CHECK(o.beta1 >= 0.0 && o.beta1 < 1.0, name(), ": invalid beta1 ", o.beta1,
+             " (must lie in [0, 1))");
+  LOOM_CHECK(o.beta2 >= 0.0 && o.beta2 < 1.0, name(), ": invalid beta2 ", o.beta2,
+             " (must lie in [0, 1))");
+  LOOM_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, name(),
+             ": invalid weight_decay ", o.weight_decay);
 }
 
 std::vector<std::string> Adam::buffer_names(const GroupOptions&) const {

@@ -22,7 +22,8 @@ class Adam : public Optimizer {
   explicit Adam(std::vector<ParamGroup> groups, const GroupOptions& defaults = GroupOptions());
 
  protected:
-  Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions& defaults, bool decoupled);
+  Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions& defaults,
+       bool decoupled);
   void update_group(const GroupOptions& options, std::vector<Slot>& slots) override;
   void check_options(const GroupOptions& options) const override;
   std::vector<std::string> buffer_names(const GroupOptions& options) const override;

@@ -22,8 +22,8 @@ double squares_of(const T* x, int64_t n) {
 // The coefficients are taken by value and the arrays as restrict pointers: otherwise a store
 // to p[i] might alias a coefficient, and the compiler reloads them and does not vectorise.
 template <typename T>
-void adam_span(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
-               int64_t n, const AdamCoeffs<T> c) {
+void adam_span(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
+               const AdamCoeffs<T> c) {
   for (int64_t i = 0; i < n; ++i) adam_element(p[i], g[i], m[i], v[i], c);
 }
 

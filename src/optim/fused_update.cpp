@@ -13,7 +13,8 @@ std::atomic<int64_t> launches{0};
 
 // The launchers' contract: every tensor dense in its parameter's layout (NCHW or channels-last:
 // the kernels walk memory in order), on the first parameter's device, of its dtype.
-void check_lists(const std::vector<Tensor>& params, std::initializer_list<const std::vector<Tensor>*> others) {
+void check_lists(const std::vector<Tensor>& params,
+                 std::initializer_list<const std::vector<Tensor>*> others) {
   for (const std::vector<Tensor>* list : others) {
     LOOM_ASSERT(list->empty() || list->size() == params.size());  // empty: SGD without momentum
   }

@@ -45,20 +45,25 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double
 double CosineAnnealingLR::lr_at(int64_t step, double base_lr) const {
   if (step >= t_max_) return eta_min_;
   const double pi = std::acos(-1.0);
-  return eta_min_ + (base_lr - eta_min_) * (1.0 + std::cos(pi * static_cast<double>(step) / t_max_)) / 2.0;
+  return eta_min_ +
+         (base_lr - eta_min_) * (1.0 + std::cos(pi * static_cast<double>(step) / t_max_)) / 2.0;
 }
 
 LinearWarmup::LinearWarmup(Optimizer& optimizer, int64_t warmup_steps, double start_factor,
                            std::unique_ptr<LRScheduler> after)
-    : LRScheduler(optimizer), warmup_steps_(warmup_steps), start_factor_(start_factor),
+    : LRScheduler(optimizer),
+      warmup_steps_(warmup_steps),
+      start_factor_(start_factor),
       after_(std::move(after)) {
-  LOOM_CHECK(warmup_steps >= 0, "LinearWarmup: warmup_steps must be non-negative, got ", warmup_steps);
-  LOOM_CHECK(start_factor > 0.0 && start_factor <= 1.0, "LinearWarmup: start_factor must lie in (0, 1], got ",
-             start_factor);
+  LOOM_CHECK(warmup_steps >= 0, "LinearWarmup: warmup_steps must be non-negative, got ",
+             warmup_steps);
+  LOOM_CHECK(start_factor > 0.0 && start_factor <= 1.0,
+             "LinearWarmup: start_factor must lie in (0, 1], got ", start_factor);
   // `after` was built on the same optimizer first and may have moved the lrs already: the
   // bases are the ones it recorded.
   if (after_) {
-    LOOM_CHECK(&after_->optimizer() == &optimizer, "LinearWarmup: the wrapped schedule drives another optimizer");
+    LOOM_CHECK(&after_->optimizer() == &optimizer,
+               "LinearWarmup: the wrapped schedule drives another optimizer");
     set_base_lrs(after_->base_lrs());
   }
   apply();
@@ -66,14 +71,16 @@ LinearWarmup::LinearWarmup(Optimizer& optimizer, int64_t warmup_steps, double st
 
 double LinearWarmup::lr_at(int64_t step, double base_lr) const {
   const double factor =
-      step >= warmup_steps_ ? 1.0
-                            : start_factor_ + (1.0 - start_factor_) * static_cast<double>(step) / warmup_steps_;
+      step >= warmup_steps_
+          ? 1.0
+          : start_factor_ + (1.0 - start_factor_) * static_cast<double>(step) / warmup_steps_;
   return factor * (after_ ? after_->lr_at(step, base_lr) : base_lr);
 }
 
 double linear_scaling_rule(double base_lr, int64_t base_batch, int64_t global_batch) {
-  LOOM_CHECK(base_batch > 0 && global_batch > 0, "linear_scaling_rule: batch sizes must be positive, got ",
-             base_batch, " and ", global_batch);
+  LOOM_CHECK(base_batch > 0 && global_batch > 0,
+             "linear_scaling_rule: batch sizes must be positive, got ", base_batch, " and ",
+             global_batch);
   return base_lr * static_cast<double>(global_batch) / static_cast<double>(base_batch);
 }
 

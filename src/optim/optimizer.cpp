@@ -42,7 +42,8 @@ GroupOptions options_from_scalars(const std::map<std::string, double>& values) {
   o.beta1 = values.at("beta1");
   o.beta2 = values.at("beta2");
   o.eps = values.at("eps");
-  o.eps_placement = values.at("eps_placement") != 0.0 ? EpsilonPlacement::Keras : EpsilonPlacement::PyTorch;
+  o.eps_placement =
+      values.at("eps_placement") != 0.0 ? EpsilonPlacement::Keras : EpsilonPlacement::PyTorch;
   return o;
 }
 
@@ -72,8 +73,8 @@ void Optimizer::check_params(const std::vector<Tensor>& params) const {
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     LOOM_CHECK(p.defined(), name_, ": parameter ", i, " is an undefined tensor");
-    LOOM_CHECK(is_floating(p.dtype()), name_, ": parameter ", i, " has dtype ", dtype_name(p.dtype()),
-               "; only floating-point tensors can be optimized");
+    LOOM_CHECK(is_floating(p.dtype()), name_, ": parameter ", i, " has dtype ",
+               dtype_name(p.dtype()), "; only floating-point tensors can be optimized");
     LOOM_CHECK(p.is_leaf(), name_, ": parameter ", i, " of shape ", shape_str(p.shape()),
                " is not a leaf tensor (it has a grad_fn); optimize the leaf it comes from");
     LOOM_CHECK(seen.insert(p.impl().get()).second, name_, ": parameter ", i, " of shape ",
@@ -99,19 +100,22 @@ void Optimizer::step() {
       ParamState& state = states_[index++];
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      LOOM_CHECK(grad.shape() == p.shape(), name_, ".step: gradient of shape ", shape_str(grad.shape()),
-                 " for parameter ", index - 1, " of shape ", shape_str(p.shape()));
-      LOOM_CHECK(grad.device() == p.device() && grad.dtype() == p.dtype(), name_, ".step: gradient (",
-                 dtype_name(grad.dtype()), ", ", grad.device().str(), ") of parameter ", index - 1,
-                 " differs from the parameter (", dtype_name(p.dtype()), ", ", p.device().str(), ")");
+      LOOM_CHECK(grad.shape() == p.shape(), name_, ".step: gradient of shape ",
+                 shape_str(grad.shape()), " for parameter ", index - 1, " of shape ",
+                 shape_str(p.shape()));
+      LOOM_CHECK(grad.device() == p.device() && grad.dtype() == p.dtype(), name_,
+                 ".step: gradient (", dtype_name(grad.dtype()), ", ", grad.device().str(),
+                 ") of parameter ", index - 1, " differs from the parameter (",
+                 dtype_name(p.dtype()), ", ", p.device().str(), ")");
       // NCHW and channels-last parameters (Module::to) are updated in place: the update walks
       // memory in order, with the gradient and the state in the parameter's layout.
       Tensor work = p;
       if (!p.is_contiguous(p.suggest_memory_format())) {
         // A graph's refresh reruns this loop without launching: a copy here would run for real.
         if (p.is_cuda()) {
-          cuda::check_not_capturing(p.device().index, "an optimizer step on a non-contiguous parameter",
-                                    "its update goes through a copy; make the parameter contiguous");
+          cuda::check_not_capturing(
+              p.device().index, "an optimizer step on a non-contiguous parameter",
+              "its update goes through a copy; make the parameter contiguous");
         }
         work = p.contiguous();
         write_back.emplace_back(p, work);
@@ -153,8 +157,9 @@ Tensor& Optimizer::buffer(Slot& slot, const std::string& name) {
   } else if (!buf.is_contiguous(format)) {
     // The state came in another layout (loaded, or kept across Module::to(MemoryFormat)).
     if (buf.is_cuda()) {
-      cuda::check_not_capturing(buf.device().index, "an optimizer state in another layout than its parameter's",
-                                "run one step before capturing, or lay out the model before building the optimizer");
+      cuda::check_not_capturing(
+          buf.device().index, "an optimizer state in another layout than its parameter's",
+          "run one step before capturing, or lay out the model before building the optimizer");
     }
     buf = buf.contiguous(format);
   }
@@ -213,7 +218,8 @@ OptimizerState Optimizer::state_dict() const {
     for (size_t k = 0; k < groups_[g].params.size(); ++k, ++index) {
       const ParamState& state = states_[index];
       out.scalars[state_key(index, "step")] = static_cast<double>(state.step);
-      for (const auto& [name, buf] : state.buffers) out.tensors[state_key(index, name)] = buf.clone();
+      for (const auto& [name, buf] : state.buffers)
+        out.tensors[state_key(index, name)] = buf.clone();
     }
   }
   return out;
@@ -240,7 +246,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
                ".load_state_dict: parameter group ", g, " has ", groups_[g].params.size(),
                " parameters but the state has ", saved);
     std::map<std::string, double> values;
-    for (const auto& [key, unused] : options_to_scalars(GroupOptions())) values[key] = scalar(group_key(g, key));
+    for (const auto& [key, unused] : options_to_scalars(GroupOptions()))
+      values[key] = scalar(group_key(g, key));
     options.push_back(options_from_scalars(values));
     check_options(options.back());
   }
@@ -254,15 +261,18 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
       ParamState& loaded = states[index];
       const double step = scalar(state_key(index, "step"));
       LOOM_CHECK(step >= 0 && step == static_cast<double>(static_cast<int64_t>(step)), op,
-                 ".load_state_dict: \"", state_key(index, "step"), "\" is ", step, ", not a step count");
+                 ".load_state_dict: \"", state_key(index, "step"), "\" is ", step,
+                 ", not a step count");
       loaded.step = static_cast<int64_t>(step);
       if (loaded.step > 0) {
         for (const std::string& name : buffer_names(options[g])) {
           const std::string key = state_key(index, name);
           auto it = state.tensors.find(key);
-          LOOM_CHECK(it != state.tensors.end(), op, ".load_state_dict: missing tensor \"", key, "\"");
-          LOOM_CHECK(it->second.defined() && it->second.shape() == p.shape(), op, ".load_state_dict: \"",
-                     key, "\" has shape ", it->second.defined() ? shape_str(it->second.shape()) : "(undefined)",
+          LOOM_CHECK(it != state.tensors.end(), op, ".load_state_dict: missing tensor \"", key,
+                     "\"");
+          LOOM_CHECK(it->second.defined() && it->second.shape() == p.shape(), op,
+                     ".load_state_dict: \"", key, "\" has shape ",
+                     it->second.defined() ? shape_str(it->second.shape()) : "(undefined)",
                      " but parameter ", index, " has shape ", shape_str(p.shape()));
           Tensor buf = empty(p.shape(), p.options(), p.suggest_memory_format());
           buf.copy_(it->second);

@@ -22,22 +22,47 @@ enum class EpsilonPlacement { PyTorch, Keras };
 struct GroupOptions {
   double lr = 1e-3;
   double weight_decay = 0.0;
-  double momentum = 0.0;   // SGD
-  double dampening = 0.0;  // SGD
-  bool nesterov = false;   // SGD
-  double beta1 = 0.9;      // Adam, AdamW
-  double beta2 = 0.999;    // Adam, AdamW
-  double eps = 1e-8;       // Adam, AdamW
+  double momentum = 0.0;                                       // SGD
+  double dampening = 0.0;                                      // SGD
+  bool nesterov = false;                                       // SGD
+  double beta1 = 0.9;                                          // Adam, AdamW
+  double beta2 = 0.999;                                        // Adam, AdamW
+  double eps = 1e-8;                                           // Adam, AdamW
   EpsilonPlacement eps_placement = EpsilonPlacement::PyTorch;  // Adam, AdamW
 
-  GroupOptions& with_lr(double v) { lr = v; return *this; }
-  GroupOptions& with_weight_decay(double v) { weight_decay = v; return *this; }
-  GroupOptions& with_momentum(double v) { momentum = v; return *this; }
-  GroupOptions& with_dampening(double v) { dampening = v; return *this; }
-  GroupOptions& with_nesterov(bool v = true) { nesterov = v; return *this; }
-  GroupOptions& with_betas(double b1, double b2) { beta1 = b1; beta2 = b2; return *this; }
-  GroupOptions& with_eps(double v) { eps = v; return *this; }
-  GroupOptions& with_eps_placement(EpsilonPlacement v) { eps_placement = v; return *this; }
+  GroupOptions& with_lr(double v) {
+    lr = v;
+    return *this;
+  }
+  GroupOptions& with_weight_decay(double v) {
+    weight_decay = v;
+    return *this;
+  }
+  GroupOptions& with_momentum(double v) {
+    momentum = v;
+    return *this;
+  }
+  GroupOptions& with_dampening(double v) {
+    dampening = v;
+    return *this;
+  }
+  GroupOptions& with_nesterov(bool v = true) {
+    nesterov = v;
+    return *this;
+  }
+  GroupOptions& with_betas(double b1, double b2) {
+    beta1 = b1;
+    beta2 = b2;
+    return *this;
+  }
+  GroupOptions& with_eps(double v) {
+    eps = v;
+    return *this;
+  }
+  GroupOptions& with_eps_placement(EpsilonPlacement v) {
+    eps_placement = v;
+    return *this;
+  }
 };
 
 // Parameters that share hyperparameters. Without options the group takes the optimizer's.

@@ -10,7 +10,8 @@ namespace loom::optim {
 SGD::SGD(std::vector<Tensor> params, const GroupOptions& options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), std::nullopt}}, options) {}
 
-SGD::SGD(std::vector<ParamGroup> groups, const GroupOptions& defaults) : Optimizer("SGD", defaults) {
+SGD::SGD(std::vector<ParamGroup> groups, const GroupOptions& defaults)
+    : Optimizer("SGD", defaults) {
   init_groups(std::move(groups));
 }
 
@@ -39,8 +40,8 @@ void SGD::update_group(const GroupOptions& o, std::vector<Slot>& slots) {
       grads.push_back(slot->grad);
       if (o.momentum != 0.0) buffers.push_back(buffer(*slot, "momentum_buffer"));
     }
-    const detail::SgdConfig config{o.lr, o.weight_decay, o.momentum, o.dampening, o.nesterov,
-                                   part.front()->state->step == 1};
+    const detail::SgdConfig config{o.lr,        o.weight_decay, o.momentum,
+                                   o.dampening, o.nesterov,     part.front()->state->step == 1};
     detail::sgd_update(params, grads, buffers, config);
   }
 }

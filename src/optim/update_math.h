@@ -19,7 +19,8 @@ struct AdamCoeffs {
   bool decoupled;  // AdamW: shrink p by decay_factor; Adam: add weight_decay * p to the gradient
 };
 
-// m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= step_size * m / (sqrt(v) / sqrt(bc2) + eps_term)
+// m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= step_size * m / (sqrt(v) / sqrt(bc2) +
+// eps_term)
 template <typename T>
 LOOM_HOST_DEVICE void adam_element(T& p, T g, T& m, T& v, const AdamCoeffs<T>& c) {
   if (c.decoupled) {
@@ -58,14 +59,14 @@ LOOM_HOST_DEVICE void sgd_element(T& p, T g, T* buf, const SgdCoeffs<T>& c) {
 // eager one).
 template <typename T, typename Config>
 LOOM_HOST_DEVICE AdamCoeffs<T> adam_coeffs(const Config& c) {
-  return {T(c.beta1),        T(c.beta2),     T(1.0 - c.beta1),   T(1.0 - c.beta2), T(c.weight_decay),
+  return {T(c.beta1),        T(c.beta2),     T(1.0 - c.beta1),  T(1.0 - c.beta2), T(c.weight_decay),
           T(c.decay_factor), T(c.step_size), T(c.inv_sqrt_bc2), T(c.eps_term),    c.decoupled};
 }
 
 template <typename T, typename Config>
 LOOM_HOST_DEVICE SgdCoeffs<T> sgd_coeffs(const Config& c) {
-  return {T(c.lr), T(c.weight_decay), T(c.momentum), T(1.0 - c.dampening), c.momentum != 0.0, c.nesterov,
-          c.first_step};
+  return {T(c.lr),           T(c.weight_decay), T(c.momentum), T(1.0 - c.dampening),
+          c.momentum != 0.0, c.nesterov,        c.first_step};
 }
 
 }  // namespace loom::optim::detail

@@ -64,7 +64,9 @@ Tensor owned_copy(const Tensor& g, MemoryFormat format) {
 }  // namespace
 
 Node::Node(std::string name, std::vector<Edge> next_edges)
-    : name_(std::move(name)), next_edges_(std::move(next_edges)), sequence_nr_(next_sequence_nr++) {}
+    : name_(std::move(name)),
+      next_edges_(std::move(next_edges)),
+      sequence_nr_(next_sequence_nr++) {}
 
 FunctionNode::FunctionNode(std::string name, std::vector<Edge> next_edges, BackwardFn backward)
     : Node(std::move(name), std::move(next_edges)), backward_(std::move(backward)) {}
@@ -92,7 +94,8 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     // (channels-last or NCHW), as PyTorch's gradient layout contract has it.
     const MemoryFormat format = Tensor(leaf_).suggest_memory_format();
     const bool exclusive = grad_output.impl().use_count() == 1 &&
-                           grad_output.storage().use_count() == 1 && grad_output.is_contiguous(format);
+                           grad_output.storage().use_count() == 1 &&
+                           grad_output.is_contiguous(format);
     leaf.grad = exclusive ? grad_output.detach() : owned_copy(grad_output, format);
   } else {
     detail::accumulate(leaf.grad, grad_output);
@@ -123,7 +126,8 @@ Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(edge_of(t));
   LOOM_ASSERT(!output.impl()->grad_fn, "record: output of ", name, " already has a grad_fn");
-  output.impl()->grad_fn = std::make_shared<FunctionNode>(name, std::move(edges), std::move(backward));
+  output.impl()->grad_fn =
+      std::make_shared<FunctionNode>(name, std::move(edges), std::move(backward));
   return output;
 }
 
@@ -189,7 +193,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     for (size_t i = 0; i < edges.size(); ++i) {
       Node* next = edges[i].node.get();
       if (!next) continue;
-      LOOM_ASSERT(input_grads[i].defined(), "node ", node->name(), " returned no gradient for input ", i);
+      LOOM_ASSERT(input_grads[i].defined(), "node ", node->name(),
+                  " returned no gradient for input ", i);
       auto it = pending.find(next);
       if (it == pending.end()) {
         pending.emplace(next, input_grads[i]);

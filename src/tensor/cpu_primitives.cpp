@@ -60,7 +60,8 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
     out_t* out = base_ptr<out_t>(dst);
     LOOM_DISPATCH_ALL_AND_BF16(src.dtype(), "copy_", [&] {
       const scalar_t* from = base_ptr<scalar_t>(src);
-      for_each_pair(dst, src, "copy_", [&](int64_t o, int64_t s) { out[o] = static_cast<out_t>(from[s]); });
+      for_each_pair(dst, src, "copy_",
+                    [&](int64_t o, int64_t s) { out[o] = static_cast<out_t>(from[s]); });
     });
   });
 }

@@ -6,7 +6,8 @@
 
 namespace loom {
 
-Device::Device(DeviceType type, int index) : type(type), index(type == DeviceType::CPU ? 0 : index) {
+Device::Device(DeviceType type, int index)
+    : type(type), index(type == DeviceType::CPU ? 0 : index) {
   LOOM_CHECK(index >= 0, "Device: index must be non-negative, got ", index);
 }
 

@@ -8,12 +8,18 @@ namespace loom {
 
 size_t element_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Int32: return 4;
-    case DType::UInt8: return 1;
-    case DType::BFloat16: return 2;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
+    case DType::Int32:
+      return 4;
+    case DType::UInt8:
+      return 1;
+    case DType::BFloat16:
+      return 2;
   }
   LOOM_ASSERT(false, "unknown dtype");
   return 0;
@@ -21,12 +27,18 @@ size_t element_size(DType dtype) {
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Int32: return "int32";
-    case DType::UInt8: return "uint8";
-    case DType::BFloat16: return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
+    case DType::Int32:
+      return "int32";
+    case DType::UInt8:
+      return "uint8";
+    case DType::BFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }

@@ -24,17 +24,35 @@ constexpr DType kBFloat16 = DType::BFloat16;
 
 size_t element_size(DType dtype);
 const char* dtype_name(DType dtype);  // "float32", ... as PyTorch and safetensors' lower case
-bool is_floating(DType dtype);  // float32, float64, bfloat16
+bool is_floating(DType dtype);        // float32, float64, bfloat16
 std::ostream& operator<<(std::ostream& out, DType dtype);
 
 template <typename T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
 
 // is_floating for element types: std::is_floating_point plus BFloat16.
 template <typename T>
@@ -56,37 +74,32 @@ namespace detail {
     return __VA_ARGS__();                         \
   }
 
-#define LOOM_DISPATCH_CASES_FLOATING(...)                            \
-  LOOM_DISPATCH_CASE(::loom::DType::Float32, float, __VA_ARGS__)     \
+#define LOOM_DISPATCH_CASES_FLOATING(...)                        \
+  LOOM_DISPATCH_CASE(::loom::DType::Float32, float, __VA_ARGS__) \
   LOOM_DISPATCH_CASE(::loom::DType::Float64, double, __VA_ARGS__)
 
-#define LOOM_DISPATCH_CASES_ALL(...)                                 \
-  LOOM_DISPATCH_CASES_FLOATING(__VA_ARGS__)                          \
-  LOOM_DISPATCH_CASE(::loom::DType::Int64, int64_t, __VA_ARGS__)     \
-  LOOM_DISPATCH_CASE(::loom::DType::Int32, int32_t, __VA_ARGS__)     \
+#define LOOM_DISPATCH_CASES_ALL(...)                             \
+  LOOM_DISPATCH_CASES_FLOATING(__VA_ARGS__)                      \
+  LOOM_DISPATCH_CASE(::loom::DType::Int64, int64_t, __VA_ARGS__) \
+  LOOM_DISPATCH_CASE(::loom::DType::Int32, int32_t, __VA_ARGS__) \
   LOOM_DISPATCH_CASE(::loom::DType::UInt8, uint8_t, __VA_ARGS__)
 
 #define LOOM_DISPATCH_CASE_BF16(...) \
   LOOM_DISPATCH_CASE(::loom::DType::BFloat16, ::loom::BFloat16, __VA_ARGS__)
 
 // One switch over dtype with the given case list; any other dtype throws.
-#define LOOM_DISPATCH_SWITCH(dtype, op, cases)                       \
-  [&] {                                                              \
-    switch (dtype) {                                                 \
-      cases                                                          \
-      default: ::loom::detail::throw_unsupported_dtype(op, dtype);   \
-    }                                                                \
+#define LOOM_DISPATCH_SWITCH(dtype, op, cases)                                             \
+  [&] {                                                                                    \
+    switch (dtype) { cases default : ::loom::detail::throw_unsupported_dtype(op, dtype); } \
   }()
 
 #define LOOM_DISPATCH_FLOATING(dtype, op, ...) \
   LOOM_DISPATCH_SWITCH(dtype, op, LOOM_DISPATCH_CASES_FLOATING(__VA_ARGS__))
-#define LOOM_DISPATCH_FLOATING_AND_BF16(dtype, op, ...)                      \
-  LOOM_DISPATCH_SWITCH(dtype, op,                                            \
-                       LOOM_DISPATCH_CASES_FLOATING(__VA_ARGS__)             \
-                       LOOM_DISPATCH_CASE_BF16(__VA_ARGS__))
+#define LOOM_DISPATCH_FLOATING_AND_BF16(dtype, op, ...) \
+  LOOM_DISPATCH_SWITCH(                                 \
+      dtype, op, LOOM_DISPATCH_CASES_FLOATING(__VA_ARGS__) LOOM_DISPATCH_CASE_BF16(__VA_ARGS__))
 #define LOOM_DISPATCH_ALL(dtype, op, ...) \
   LOOM_DISPATCH_SWITCH(dtype, op, LOOM_DISPATCH_CASES_ALL(__VA_ARGS__))
-#define LOOM_DISPATCH_ALL_AND_BF16(dtype, op, ...)                           \
-  LOOM_DISPATCH_SWITCH(dtype, op,                                            \
-                       LOOM_DISPATCH_CASES_ALL(__VA_ARGS__)                  \
-                       LOOM_DISPATCH_CASE_BF16(__VA_ARGS__))
+#define LOOM_DISPATCH_ALL_AND_BF16(dtype, op, ...) \
+  LOOM_DISPATCH_SWITCH(dtype, op,                  \
+                       LOOM_DISPATCH_CASES_ALL(__VA_ARGS__) LOOM_DISPATCH_CASE_BF16(__VA_ARGS__))

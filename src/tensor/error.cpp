@@ -8,8 +8,8 @@ void throw_error(const char* /*file*/, int /*line*/, const std::string& message)
 }
 
 void throw_assert(const char* file, int line, const char* condition, const std::string& message) {
-  throw Error(concat("internal error (a loom bug, please report): ", condition, " failed at ",
-                     file, ":", line, message.empty() ? "" : ": ", message));
+  throw Error(concat("internal error (a loom bug, please report): ", condition, " failed at ", file,
+                     ":", line, message.empty() ? "" : ": ", message));
 }
 
 }  // namespace loom::detail

@@ -44,22 +44,21 @@ std::string concat(const Args&... args) {
 }  // namespace loom
 
 // LOOM_CHECK(cond, "op: shapes ", a, " and ", b, " differ") throws loom::Error.
-#define LOOM_CHECK(cond, ...)                                                  \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      ::loom::detail::throw_error(__FILE__, __LINE__,                          \
-                                  ::loom::detail::concat(__VA_ARGS__));        \
-    }                                                                          \
+#define LOOM_CHECK(cond, ...)                                                               \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      ::loom::detail::throw_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__)); \
+    }                                                                                       \
   } while (0)
 
 #define LOOM_FAIL(...) \
   ::loom::detail::throw_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__))
 
 // LOOM_ASSERT(cond) guards loom's own invariants; failing it is a loom bug.
-#define LOOM_ASSERT(cond, ...)                                                 \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      ::loom::detail::throw_assert(__FILE__, __LINE__, #cond,                  \
-                                   ::loom::detail::concat("" __VA_ARGS__));    \
-    }                                                                          \
+#define LOOM_ASSERT(cond, ...)                                              \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      ::loom::detail::throw_assert(__FILE__, __LINE__, #cond,               \
+                                   ::loom::detail::concat("" __VA_ARGS__)); \
+    }                                                                       \
   } while (0)

@@ -13,8 +13,10 @@ void check_options(const TensorOptions& options, const char* op) {
              ": only floating-point tensors can require gradients, not ",
              dtype_name(options.dtype_));
   if (options.device_.is_cuda()) {
-    LOOM_CHECK(built_with_cuda(), op, ": loom was built without CUDA, so it cannot create a "
-               "tensor on ", options.device_);
+    LOOM_CHECK(built_with_cuda(), op,
+               ": loom was built without CUDA, so it cannot create a "
+               "tensor on ",
+               options.device_);
     LOOM_CHECK(options.device_.index < cuda_device_count(), op, ": device ", options.device_,
                " does not exist (", cuda_device_count(), " CUDA device(s) visible)");
   }
@@ -54,7 +56,8 @@ Tensor empty(const Shape& shape, const TensorOptions& options) {
 
 Tensor empty(const Shape& shape, const TensorOptions& options, MemoryFormat format) {
   if (format == MemoryFormat::Contiguous) return empty(shape, options);
-  LOOM_CHECK(shape.size() == 4, "empty: the channels-last format needs a 4-D [N, C, H, W] shape, got ",
+  LOOM_CHECK(shape.size() == 4,
+             "empty: the channels-last format needs a 4-D [N, C, H, W] shape, got ",
              shape_str(shape));
   Tensor t = empty(shape, options);
   t.impl()->strides = channels_last_strides(shape);
@@ -73,7 +76,9 @@ Tensor zeros_like(const Tensor& like) { return zeros(like.shape(), like.options(
 Tensor ones_like(const Tensor& like) { return ones(like.shape(), like.options()); }
 Tensor empty_like(const Tensor& like) { return empty(like.shape(), like.options()); }
 
-Tensor scalar_tensor(double value, const TensorOptions& options) { return full({}, value, options); }
+Tensor scalar_tensor(double value, const TensorOptions& options) {
+  return full({}, value, options);
+}
 
 Tensor arange(double start, double end, double step, const TensorOptions& options) {
   LOOM_CHECK(step != 0.0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
@@ -89,8 +94,8 @@ Tensor arange(double start, double end, double step, const TensorOptions& option
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, const TensorOptions& options) {
-  LOOM_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "from_vector: ",
-             values.size(), " values do not fill shape ", shape_str(shape));
+  LOOM_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
+             " values do not fill shape ", shape_str(shape));
   Tensor host = from_blob(const_cast<T*>(values.data()), shape, DTypeOf<T>::value);
   Tensor out = empty(shape, options.requires_grad(false));
   out.copy_(host);
@@ -112,7 +117,8 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device,
   const int64_t n = numel_of(shape);
   LOOM_CHECK(data != nullptr || n == 0, "from_blob: null data for shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::wrap(data, byte_size(shape, dtype, "from_blob"), device, std::move(deleter));
+  impl->storage =
+      Storage::wrap(data, byte_size(shape, dtype, "from_blob"), device, std::move(deleter));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -43,7 +43,7 @@ int64_t parallel_chunks(int64_t n, Body body, int64_t grain = kParallelGrain) {
     body(int64_t(0), int64_t(0), n);
     return 1;
   }
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
+#pragma omp parallel for schedule(static) num_threads(static_cast <int>(chunks))
   for (int64_t k = 0; k < chunks; ++k) body(k, n * k / chunks, n * (k + 1) / chunks);
   return chunks;
 }

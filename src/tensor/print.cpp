@@ -52,7 +52,8 @@ Format choose_format(const std::vector<double>& values, bool floating) {
     if (v != 0.0) min_abs = std::min(min_abs, std::abs(v));
     if (v != std::floor(v)) f.all_integral = false;
   }
-  if (floating && !f.all_integral && (max_abs >= 1e8 || (min_abs < 1e-4 && max_abs / min_abs > 1e3))) {
+  if (floating && !f.all_integral &&
+      (max_abs >= 1e8 || (min_abs < 1e-4 && max_abs / min_abs > 1e3))) {
     f.scientific = true;
   }
   if (floating && f.all_integral && max_abs >= 1e8) f.scientific = true;
@@ -60,8 +61,8 @@ Format choose_format(const std::vector<double>& values, bool floating) {
   return f;
 }
 
-void print_dim(std::ostream& out, const Tensor& t, const std::vector<double>& values,
-               int64_t base, int64_t d, const Format& f, bool summarise, int indent) {
+void print_dim(std::ostream& out, const Tensor& t, const std::vector<double>& values, int64_t base,
+               int64_t d, const Format& f, bool summarise, int indent) {
   const int64_t n = t.size(d);
   int64_t inner = 1;
   for (int64_t k = d + 1; k < t.dim(); ++k) inner *= t.size(k);
@@ -78,8 +79,10 @@ void print_dim(std::ostream& out, const Tensor& t, const std::vector<double>& va
       print_dim(out, t, values, base + i * inner, d + 1, f, summarise, indent + 1);
     }
     if (i + 1 < n) {
-      if (d + 1 == t.dim()) out << ", ";
-      else out << "," << std::string(t.dim() - d - 1, '\n') << std::string(indent + 1, ' ');
+      if (d + 1 == t.dim())
+        out << ", ";
+      else
+        out << "," << std::string(t.dim() - d - 1, '\n') << std::string(indent + 1, ' ');
     }
   }
   out << "]";
@@ -95,7 +98,8 @@ std::string Tensor::str() const {
   std::vector<double> shown;
   if (summarise) {
     // Format from the edge values only, as PyTorch does.
-    for (size_t i = 0; i < values.size(); i += std::max<size_t>(1, values.size() / 64)) shown.push_back(values[i]);
+    for (size_t i = 0; i < values.size(); i += std::max<size_t>(1, values.size() / 64))
+      shown.push_back(values[i]);
   }
   const Format f = choose_format(summarise ? shown : values, is_floating(dtype()));
   std::ostringstream out;
@@ -110,8 +114,10 @@ std::string Tensor::str() const {
   if (device().is_cuda()) out << ", device='" << device() << "'";
   if (dtype() != kFloat32 && dtype() != kInt64) out << ", dtype=" << dtype_name(dtype());
   if (numel() == 0 && dim() != 1) out << ", size=" << shape_str(shape());
-  if (grad_fn()) out << ", grad_fn=<" << grad_fn()->name() << ">";
-  else if (requires_grad()) out << ", requires_grad=True";
+  if (grad_fn())
+    out << ", grad_fn=<" << grad_fn()->name() << ">";
+  else if (requires_grad())
+    out << ", requires_grad=True";
   out << ")";
   return out.str();
 }

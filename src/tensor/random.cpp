@@ -35,7 +35,9 @@ Tensor random_tensor(const Shape& shape, const TensorOptions& options, Generator
 }
 }  // namespace
 
-Generator& default_generator() { return thread_generator ? *thread_generator : process_generator(); }
+Generator& default_generator() {
+  return thread_generator ? *thread_generator : process_generator();
+}
 
 void manual_seed(uint64_t seed) {
   if (thread_generator) return thread_generator->set_state(seed, 0);
@@ -70,8 +72,9 @@ Tensor randn(const Shape& shape, const TensorOptions& options, Generator* gen) {
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& options,
                Generator* gen) {
   LOOM_CHECK(low < high, "randint: low ", low, " must be below high ", high);
-  return random_tensor(shape, options, gen,
-                       {detail::RandomKind::Integer, static_cast<double>(low), static_cast<double>(high)});
+  return random_tensor(
+      shape, options, gen,
+      {detail::RandomKind::Integer, static_cast<double>(low), static_cast<double>(high)});
 }
 
 }  // namespace loom

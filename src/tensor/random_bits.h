@@ -12,7 +12,8 @@ namespace loom::random_bits {
 // SplitMix64's finaliser over a seed-keyed counter: a bijection with good avalanche, which is
 // enough for initialisation, dropout masks and augmentation draws (not for cryptography).
 LOOM_HOST_DEVICE uint64_t hash(uint64_t seed, uint64_t counter) {
-  uint64_t z = seed * 0xD1B54A32D192ED03ull + counter * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  uint64_t z =
+      seed * 0xD1B54A32D192ED03ull + counter * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
@@ -51,7 +52,8 @@ template <typename T>
 LOOM_HOST_DEVICE T sample(int kind, double low, double high, uint64_t seed, uint64_t counter) {
   if (kind == 1) return static_cast<T>(normal(seed, counter));
   if (kind == 2) {
-    return static_cast<T>(low + static_cast<double>(below(seed, counter, static_cast<uint64_t>(high - low))));
+    return static_cast<T>(
+        low + static_cast<double>(below(seed, counter, static_cast<uint64_t>(high - low))));
   }
   const T v = static_cast<T>(low + (high - low) * uniform(seed, counter));
   return v < static_cast<T>(high) ? v : static_cast<T>(low);

@@ -30,7 +30,8 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Shape channels_last_strides(const Shape& shape) {
-  LOOM_CHECK(shape.size() == 4, "channels-last strides need a 4-D [N, C, H, W] shape, got ", shape_str(shape));
+  LOOM_CHECK(shape.size() == 4, "channels-last strides need a 4-D [N, C, H, W] shape, got ",
+             shape_str(shape));
   const int64_t c = std::max<int64_t>(shape[1], 1), w = std::max<int64_t>(shape[3], 1);
   const int64_t h = std::max<int64_t>(shape[2], 1);
   return {h * w * c, 1, w * c, c};
@@ -50,8 +51,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (size_t i = 0; i < ndim; ++i) {
     const int64_t sa = i < ndim - a.size() ? 1 : a[i - (ndim - a.size())];
     const int64_t sb = i < ndim - b.size() ? 1 : b[i - (ndim - b.size())];
-    LOOM_CHECK(sa == sb || sa == 1 || sb == 1, op, ": shapes ", shape_str(a), " and ",
-               shape_str(b), " cannot be broadcast together");
+    LOOM_CHECK(sa == sb || sa == 1 || sb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+               " cannot be broadcast together");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;
@@ -60,8 +61,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   const int64_t lo = ndim == 0 ? -1 : -ndim;
   const int64_t hi = ndim == 0 ? 0 : ndim - 1;
-  LOOM_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " is out of range for a tensor with ",
-             ndim, " dimension(s) (expected in [", lo, ", ", hi, "])");
+  LOOM_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " is out of range for a tensor with ", ndim,
+             " dimension(s) (expected in [", lo, ", ", hi, "])");
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 

@@ -33,7 +33,8 @@ void keep_freed_memory() {
 
 void* cpu_allocate(size_t nbytes) {
   keep_freed_memory();
-  const size_t rounded = (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  const size_t rounded =
+      (std::max<size_t>(nbytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
   void* data = std::aligned_alloc(kCpuAlignment, rounded);
   LOOM_CHECK(data != nullptr, "out of CPU memory: could not allocate ", nbytes, " bytes");
   return data;
@@ -56,7 +57,8 @@ Storage Storage::allocate(size_t nbytes, Device device) {
   return storage;
 }
 
-Storage Storage::wrap(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter) {
+Storage Storage::wrap(void* data, size_t nbytes, Device device,
+                      std::function<void(void*)> deleter) {
   Storage storage;
   storage.impl_ = std::make_shared<Impl>();
   storage.impl_->data = data;

@@ -22,7 +22,9 @@ class StridedCursor {
 
   int64_t offset() const { return offset_; }
   // Positions left in the innermost dimension, starting here, and the step between them.
-  int64_t run() const { return ix_->ndim == 0 ? 1 : ix_->sizes[ix_->ndim - 1] - coord_[ix_->ndim - 1]; }
+  int64_t run() const {
+    return ix_->ndim == 0 ? 1 : ix_->sizes[ix_->ndim - 1] - coord_[ix_->ndim - 1];
+  }
   int64_t stride() const { return ix_->ndim == 0 ? 0 : ix_->strides[ix_->ndim - 1]; }
 
   // Moves `count` <= run() positions on; at the end of a row, on to the next row.

@@ -76,7 +76,7 @@ bool Tensor::is_contiguous(MemoryFormat format) const {
 
 MemoryFormat Tensor::suggest_memory_format() const {
   return is_contiguous(MemoryFormat::ChannelsLast) && !is_contiguous() ? MemoryFormat::ChannelsLast
-                                                                        : MemoryFormat::Contiguous;
+                                                                       : MemoryFormat::Contiguous;
 }
 
 void* Tensor::raw_data() const {
@@ -113,8 +113,8 @@ std::vector<T> Tensor::to_vector() const {
   return std::vector<T>(data, data + host.numel());
 }
 
-#define LOOM_INSTANTIATE_ACCESS(T)              \
-  template T Tensor::item<T>() const;           \
+#define LOOM_INSTANTIATE_ACCESS(T)    \
+  template T Tensor::item<T>() const; \
   template std::vector<T> Tensor::to_vector<T>() const;
 LOOM_INSTANTIATE_ACCESS(float)
 LOOM_INSTANTIATE_ACCESS(double)
@@ -151,9 +151,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::add_(const Tensor& src) {
   check_defined("add_");
   LOOM_CHECK(src.defined(), "add_: the tensor to add is undefined");
-  LOOM_CHECK(src.shape() == shape() && src.dtype() == dtype() && src.device() == device(), "add_: adds a ",
-             dtype_name(src.dtype()), " ", shape_str(src.shape()), " tensor on ", src.device().str(), " to a ",
-             dtype_name(dtype()), " ", shape_str(shape()), " one on ", device().str(), "; they must match");
+  LOOM_CHECK(src.shape() == shape() && src.dtype() == dtype() && src.device() == device(),
+             "add_: adds a ", dtype_name(src.dtype()), " ", shape_str(src.shape()), " tensor on ",
+             src.device().str(), " to a ", dtype_name(dtype()), " ", shape_str(shape()), " one on ",
+             device().str(), "; they must match");
   detail::accumulate(*this, src);
   return *this;
 }
@@ -179,7 +180,8 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
   Tensor out = empty(shape(), options(), format);
   detail::copy_same_device(out, *this);
   const MemoryFormat own = suggest_memory_format();
-  return record("contiguous", out, {*this}, [own](const Tensor& g) { return std::vector<Tensor>{g.contiguous(own)}; });
+  return record("contiguous", out, {*this},
+                [own](const Tensor& g) { return std::vector<Tensor>{g.contiguous(own)}; });
 }
 
 Tensor Tensor::clone() const {
@@ -198,7 +200,8 @@ Tensor Tensor::to(Device target_device, DType target_dtype) const {
   const DType source_dtype = dtype();
   if (target_device == source_device && target_dtype == source_dtype) return *this;
   // A channels-last tensor stays channels-last (autocast's casts keep the layout).
-  Tensor out = empty(shape(), TensorOptions(target_dtype).device(target_device), suggest_memory_format());
+  Tensor out =
+      empty(shape(), TensorOptions(target_dtype).device(target_device), suggest_memory_format());
   out.copy_(*this);
   return record("to", out, {*this}, [source_device, source_dtype](const Tensor& g) {
     return std::vector<Tensor>{g.to(source_device, source_dtype)};
@@ -214,10 +217,14 @@ bool Tensor::requires_grad() const {
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
   check_defined("requires_grad_");
-  LOOM_CHECK(is_leaf(), "requires_grad_: only a leaf tensor's flag can be set; this tensor was "
-             "computed by ", impl_->grad_fn->name(), " (use detach() for a new leaf)");
-  LOOM_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating-point "
-             "tensors can require gradients, this one holds ", dtype_name(dtype()));
+  LOOM_CHECK(is_leaf(),
+             "requires_grad_: only a leaf tensor's flag can be set; this tensor was "
+             "computed by ",
+             impl_->grad_fn->name(), " (use detach() for a new leaf)");
+  LOOM_CHECK(!requires_grad || is_floating(dtype()),
+             "requires_grad_: only floating-point "
+             "tensors can require gradients, this one holds ",
+             dtype_name(dtype()));
   impl_->requires_grad = requires_grad;
   return *this;
 }

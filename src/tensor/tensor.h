@@ -34,9 +34,21 @@ struct TensorOptions {
   TensorOptions() = default;
   TensorOptions(DType dtype) : dtype_(dtype) {}      // NOLINT: implicit on purpose
   TensorOptions(Device device) : device_(device) {}  // NOLINT: implicit on purpose
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+  TensorOptions dtype(DType d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
+  TensorOptions requires_grad(bool r = true) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
 };
 
 // How a 4-D [N, C, H, W] tensor's elements lie in memory. Contiguous: row-major NCHW.
@@ -173,7 +185,8 @@ struct TensorImpl {
 
 // --- factories ---------------------------------------------------------------------------
 Tensor empty(const Shape& shape, const TensorOptions& options = {});
-Tensor empty(const Shape& shape, const TensorOptions& options, MemoryFormat format);  // ChannelsLast: 4-D
+Tensor empty(const Shape& shape, const TensorOptions& options,
+             MemoryFormat format);  // ChannelsLast: 4-D
 Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 Tensor ones(const Shape& shape, const TensorOptions& options = {});
 Tensor full(const Shape& shape, double value, const TensorOptions& options = {});

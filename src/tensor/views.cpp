@@ -53,8 +53,10 @@ bool view_strides(const Shape& shape, const Shape& strides, const Shape& new_sha
     int64_t np = new_shape[ni], op = old_sizes[oi];
     size_t nj = ni + 1, oj = oi + 1;
     while (np != op) {
-      if (np < op) np *= new_shape[nj++];
-      else op *= old_sizes[oj++];
+      if (np < op)
+        np *= new_shape[nj++];
+      else
+        op *= old_sizes[oj++];
     }
     for (size_t k = oi; k + 1 < oj; ++k) {
       if (old_strides[k] != old_sizes[k + 1] * old_strides[k + 1]) return false;
@@ -122,9 +124,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
     new_strides[i] = strides()[d];
   }
   Tensor out = as_strided(new_shape, new_strides, offset());
-  return record("permute", out, {*this}, [inverse](const Tensor& g) {
-    return std::vector<Tensor>{g.permute(inverse)};
-  });
+  return record("permute", out, {*this},
+                [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; });
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -136,8 +137,8 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
 }
 
 Tensor Tensor::t() const {
-  LOOM_CHECK(dim() <= 2, "t: expects a tensor with at most 2 dimensions, got ", dim(),
-             " (shape ", shape_str(shape()), "); use transpose(dim0, dim1)");
+  LOOM_CHECK(dim() <= 2, "t: expects a tensor with at most 2 dimensions, got ", dim(), " (shape ",
+             shape_str(shape()), "); use transpose(dim0, dim1)");
   return dim() < 2 ? *this : transpose(0, 1);
 }
 

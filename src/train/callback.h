@@ -28,8 +28,8 @@ struct TrainContext {
   optim::Optimizer& optimizer;
   const data::DataLoader& train_loader;
   History& history;
-  int64_t epochs = 0;           // the run's total
-  int64_t epoch = 0;            // the epoch in progress (or just finished), from 0
+  int64_t epochs = 0;  // the run's total
+  int64_t epoch = 0;   // the epoch in progress (or just finished), from 0
   int64_t steps_per_epoch = 0;
   int64_t step_in_epoch = 0;    // batches of this epoch done
   int64_t global_step = 0;      // batches done since the run began

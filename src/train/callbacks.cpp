@@ -1,12 +1,11 @@
 // ModelCheckpoint, EarlyStopping, LRSchedulerStep and the metrics loggers.
 #include "loom/train/callbacks.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -18,12 +17,15 @@ namespace loom::train {
 
 BestTracker::BestTracker(std::string monitor, Mode mode, double min_delta)
     : monitor_(std::move(monitor)), min_delta_(min_delta) {
-  LOOM_CHECK(min_delta >= 0.0, "BestTracker(", monitor_, "): min_delta must be >= 0, got ", min_delta);
-  maximize_ = mode == Mode::Max || (mode == Mode::Auto && monitor_.find("acc") != std::string::npos);
+  LOOM_CHECK(min_delta >= 0.0, "BestTracker(", monitor_, "): min_delta must be >= 0, got ",
+             min_delta);
+  maximize_ =
+      mode == Mode::Max || (mode == Mode::Auto && monitor_.find("acc") != std::string::npos);
 }
 
 bool BestTracker::update(double value) {
-  const bool better = !has_best_ || (maximize_ ? value > best_ + min_delta_ : value < best_ - min_delta_);
+  const bool better =
+      !has_best_ || (maximize_ ? value > best_ + min_delta_ : value < best_ - min_delta_);
   if (better) {
     best_ = value;
     has_best_ = true;
@@ -52,14 +54,15 @@ double BestTracker::value_in(const EpochMetrics& metrics) const {
 }
 
 io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& model,
-                                     const io::Preprocessing& preprocessing, const SavedEpoch& saved) {
-  return io::prepare_model_file(
-      path, model, preprocessing,
-      {{kSavedEpochKey, std::to_string(saved.epoch)}, {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
+                                     const io::Preprocessing& preprocessing,
+                                     const SavedEpoch& saved) {
+  return io::prepare_model_file(path, model, preprocessing,
+                                {{kSavedEpochKey, std::to_string(saved.epoch)},
+                                 {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
 }
 
-void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
-                      const SavedEpoch& saved) {
+void save_epoch_model(const std::string& path, const nn::Module& model,
+                      const io::Preprocessing& preprocessing, const SavedEpoch& saved) {
   io::write_file_atomically(prepare_epoch_model(path, model, preprocessing, saved));
 }
 
@@ -76,7 +79,8 @@ std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::s
                                  std::numeric_limits<int32_t>::max(), epoch_where);
   const std::string where = source + ": \"" + kSavedMetricsKey + "\"";
   const nlohmann::json object = nn::parse_untrusted_json(metrics->second, where);
-  LOOM_CHECK(object.is_object(), where, " must be a JSON object of metrics, got ", nn::json_excerpt(object));
+  LOOM_CHECK(object.is_object(), where, " must be a JSON object of metrics, got ",
+             nn::json_excerpt(object));
   LOOM_CHECK(object.size() <= 256, where, " holds ", object.size(), " metrics (at most 256)");
   for (const auto& [name, value] : object.items()) {
     saved.metrics[name] = nn::json_number(value, where + " \"" + nn::excerpt(name) + "\"");
@@ -86,7 +90,8 @@ std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::s
 
 ModelCheckpoint::ModelCheckpoint(CheckpointOptions options)
     : options_(std::move(options)), best_(options_.monitor, options_.mode) {
-  LOOM_CHECK(options_.every_steps >= 0, "ModelCheckpoint: every_steps must be >= 0, got ", options_.every_steps);
+  LOOM_CHECK(options_.every_steps >= 0, "ModelCheckpoint: every_steps must be >= 0, got ",
+             options_.every_steps);
   LOOM_CHECK(options_.every_steps == 0 || !options_.path.empty(),
              "ModelCheckpoint: every_steps needs a checkpoint path");
 }
@@ -105,13 +110,15 @@ std::string holds_epoch(const std::string& path, int64_t epoch, const EpochMetri
   }
   if (!saved) return "records no epoch";
   if (saved->epoch != epoch) return "holds epoch " + std::to_string(saved->epoch + 1);
-  if (saved->metrics != metrics) return "holds an epoch " + std::to_string(epoch + 1) + " of other metrics";
+  if (saved->metrics != metrics)
+    return "holds an epoch " + std::to_string(epoch + 1) + " of other metrics";
   return "";
 }
 
 }  // namespace
 
-ModelCheckpoint::BestSource ModelCheckpoint::find_best_on_resume(const History& history, int64_t step_in_epoch) const {
+ModelCheckpoint::BestSource ModelCheckpoint::find_best_on_resume(const History& history,
+                                                                 int64_t step_in_epoch) const {
   if (options_.best_model_path.empty() || history.epochs.empty()) return BestSource::Nowhere;
   BestTracker tracker(options_.monitor, options_.mode);
   const int64_t best = tracker.replay(history);
@@ -128,8 +135,9 @@ ModelCheckpoint::BestSource ModelCheckpoint::find_best_on_resume(const History& 
   }
   char value[32];
   std::snprintf(value, sizeof value, "%.6g", tracker.best());
-  LOOM_FAIL("ModelCheckpoint: resuming after epoch ", last + 1, ", whose best ", options_.monitor, " so far (",
-            value, ") is epoch ", best + 1, "'s, but no file holds that epoch's weights: ", problems);
+  LOOM_FAIL("ModelCheckpoint: resuming after epoch ", last + 1, ", whose best ", options_.monitor,
+            " so far (", value, ") is epoch ", best + 1,
+            "'s, but no file holds that epoch's weights: ", problems);
 }
 
 void ModelCheckpoint::on_train_begin(TrainContext& ctx) {
@@ -155,19 +163,22 @@ void ModelCheckpoint::on_train_begin(TrainContext& ctx) {
       problem = e.what();
     }
   }
-  const bool failed = ctx.group == nullptr
-                          ? !problem.empty()
-                          : all_reduce_value(*ctx.group, problem.empty() ? 0 : 1, dist::ReduceOp::Max) != 0;
+  const bool failed = ctx.group == nullptr ? !problem.empty()
+                                           : all_reduce_value(*ctx.group, problem.empty() ? 0 : 1,
+                                                              dist::ReduceOp::Max) != 0;
   if (!failed) return;
   if (ctx.rank == 0) throw Error(problem);
-  throw Error("ModelCheckpoint: rank 0 could not find the best epoch's weights to resume with (its error says why)");
+  throw Error(
+      "ModelCheckpoint: rank 0 could not find the best epoch's weights to resume with (its error "
+      "says why)");
 }
 
 void ModelCheckpoint::save(const TrainContext& ctx) const {
   io::TrainingState state = ctx.capture_state();  // on every rank: mid-epoch it is a collective
   if (ctx.rank != 0) return;
   state.extra = options_.extra;
-  ctx.write_file(io::prepare_checkpoint(options_.path, ctx.saved_model(), ctx.optimizer, state, options_.preprocessing));
+  ctx.write_file(io::prepare_checkpoint(options_.path, ctx.saved_model(), ctx.optimizer, state,
+                                        options_.preprocessing));
 }
 
 void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
@@ -183,8 +194,8 @@ void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metric
   if (!options_.path.empty()) save(ctx);
   // Every rank tracks the best, so that all of them agree on it.
   if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics)) && ctx.rank == 0) {
-    ctx.write_file(prepare_epoch_model(options_.best_model_path, ctx.saved_model(), options_.preprocessing,
-                                       {ctx.epoch, metrics}));
+    ctx.write_file(prepare_epoch_model(options_.best_model_path, ctx.saved_model(),
+                                       options_.preprocessing, {ctx.epoch, metrics}));
   }
 }
 
@@ -210,7 +221,8 @@ void EarlyStopping::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics)
     best_epoch_ = ctx.epoch;
     if (restore_best_) {
       best_weights_ = nn::NamedTensors();
-      for (const auto& [name, t] : ctx.saved_model().state_dict()) best_weights_.insert(name, t.clone());
+      for (const auto& [name, t] : ctx.saved_model().state_dict())
+        best_weights_.insert(name, t.clone());
     }
     return;
   }

@@ -56,25 +56,26 @@ inline constexpr const char* kSavedEpochKey = "loom.saved_epoch";
 inline constexpr const char* kSavedMetricsKey = "loom.saved_metrics";
 
 // io::save_model, with `saved` in the metadata.
-void save_epoch_model(const std::string& path, const nn::Module& model, const io::Preprocessing& preprocessing,
-                      const SavedEpoch& saved);
+void save_epoch_model(const std::string& path, const nn::Module& model,
+                      const io::Preprocessing& preprocessing, const SavedEpoch& saved);
 // The file save_epoch_model writes, its bytes made now (io::prepare_model_file).
 io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& model,
-                                     const io::Preprocessing& preprocessing, const SavedEpoch& saved);
+                                     const io::Preprocessing& preprocessing,
+                                     const SavedEpoch& saved);
 // The SavedEpoch of a model file's metadata, or nothing when it has neither key. The file may be
 // a download: its JSON is read as untrusted (nn/untrusted_json.h), the epoch must be an integer
 // in [0, 2^31), the metrics an object of at most 256 finite numbers; errors name `source`.
 std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::string& source);
 
 struct CheckpointOptions {
-  std::string path;             // the full-state checkpoint, rewritten at each epoch end (empty: none)
-  int64_t every_steps = 0;      // also rewrite it every this many steps mid-epoch (0: never)
+  std::string path;         // the full-state checkpoint, rewritten at each epoch end (empty: none)
+  int64_t every_steps = 0;  // also rewrite it every this many steps mid-epoch (0: never)
   // A model file of the best epoch (empty: none), rewritten (save_epoch_model) at each epoch end
   // that improves on the monitored metric by more than 0; of equal epochs, the earliest.
   std::string best_model_path;
   std::string monitor = "val_loss";
   Mode mode = Mode::Auto;
-  io::Preprocessing preprocessing;  // stored in both files
+  io::Preprocessing preprocessing;           // stored in both files
   std::map<std::string, std::string> extra;  // the application's own, into TrainingState::extra
   // On resume: another model file that may hold the best finished epoch, where the interrupted
   // run wrote its best model when that was not best_model_path (see ModelCheckpoint).
@@ -127,8 +128,10 @@ class EarlyStopping : public Callback {
   void on_train_begin(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
   void on_train_end(TrainContext& ctx) override;
-  int64_t stopped_epoch() const { return stopped_epoch_; }  // the last epoch trained; -1 when it never stopped
-  int64_t best_epoch() const { return best_epoch_; }        // -1 before any epoch
+  int64_t stopped_epoch() const {
+    return stopped_epoch_;
+  }  // the last epoch trained; -1 when it never stopped
+  int64_t best_epoch() const { return best_epoch_; }  // -1 before any epoch
 
  private:
   BestTracker best_;

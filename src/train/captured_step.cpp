@@ -22,10 +22,13 @@ struct CapturedStep::Shape {
   std::vector<std::pair<Tensor, Tensor>> grads;  // each parameter and the gradient the graph writes
 };
 
-CapturedStep::CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options)
+CapturedStep::CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer,
+                           Options options)
     : model_(model), loss_(std::move(loss)), optimizer_(optimizer), options_(options) {
-  LOOM_CHECK(options_.warmup_steps >= 1, "CapturedStep: warmup_steps must be >= 1 (the first eager step "
-             "creates the optimizer's state), got ", options_.warmup_steps);
+  LOOM_CHECK(options_.warmup_steps >= 1,
+             "CapturedStep: warmup_steps must be >= 1 (the first eager step "
+             "creates the optimizer's state), got ",
+             options_.warmup_steps);
 }
 
 CapturedStep::CapturedStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer)
@@ -53,8 +56,9 @@ CapturedStep::Result CapturedStep::eager(const Tensor& inputs, const Tensor& lab
 
 CapturedStep::Shape* CapturedStep::shape_for(const Tensor& inputs, const Tensor& labels) {
   for (const auto& s : shapes_) {
-    if (s->input_shape == inputs.shape() && s->label_shape == labels.shape() && s->input_dtype == inputs.dtype() &&
-        s->label_dtype == labels.dtype() && s->training == model_.is_training()) {
+    if (s->input_shape == inputs.shape() && s->label_shape == labels.shape() &&
+        s->input_dtype == inputs.dtype() && s->label_dtype == labels.dtype() &&
+        s->training == model_.is_training()) {
       return s.get();
     }
   }
@@ -106,8 +110,11 @@ void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels)
     s.loss = loss.detach();
   } catch (const Error& e) {
     graph->capture_abort();
-    LOOM_FAIL("CapturedStep: the training step cannot be captured into a CUDA graph (nothing of this step "
-              "ran): ", e.what());
+    LOOM_FAIL(
+        "CapturedStep: the training step cannot be captured into a CUDA graph (nothing of this "
+        "step "
+        "ran): ",
+        e.what());
   }
   s.grads.clear();
   for (const optim::ParamGroup& group : optimizer_.param_groups()) {
@@ -121,8 +128,8 @@ void CapturedStep::capture(Shape& s, const Tensor& inputs, const Tensor& labels)
 CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& labels) {
   LOOM_CHECK(inputs.defined() && labels.defined(), "CapturedStep::run: undefined inputs or labels");
   if (!inputs.is_cuda()) return eager(inputs, labels);
-  LOOM_CHECK(labels.device() == inputs.device(), "CapturedStep::run: labels on ", labels.device().str(),
-             " but inputs on ", inputs.device().str());
+  LOOM_CHECK(labels.device() == inputs.device(), "CapturedStep::run: labels on ",
+             labels.device().str(), " but inputs on ", inputs.device().str());
   if (ranks_disagree(inputs, labels)) return eager(inputs, labels);
   Shape* s = shape_for(inputs, labels);
   if (s == nullptr || s->eager_runs < options_.warmup_steps) {
@@ -142,8 +149,9 @@ CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& label
     s->graph->refresh([this] { optimizer_.step(); });
   }
   if (options_.group) {
-    LOOM_CHECK(!options_.group->is_aborted(), "CapturedStep: ", options_.group->who(), " was aborted (",
-               options_.group->abort_reason(), "): its captured collectives cannot run again");
+    LOOM_CHECK(!options_.group->is_aborted(), "CapturedStep: ", options_.group->who(),
+               " was aborted (", options_.group->abort_reason(),
+               "): its captured collectives cannot run again");
   }
   s->graph->replay();
   if (options_.group) options_.group->watch_stream("a captured step's replay");
@@ -151,7 +159,8 @@ CapturedStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& label
   return {s->loss, s->outputs, true};
 }
 
-TrainStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& labels, TrainContext& /*ctx*/) {
+TrainStep::Result CapturedStep::run(const Tensor& inputs, const Tensor& labels,
+                                    TrainContext& /*ctx*/) {
   Result r = run(inputs, labels);
   return {r.loss, r.outputs};
 }

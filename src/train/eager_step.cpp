@@ -34,7 +34,10 @@ class LocalGradients {
 
 EagerStep::EagerStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options,
                      StepHooks hooks)
-    : model_(model), loss_(std::move(loss)), optimizer_(optimizer), options_(std::move(options)),
+    : model_(model),
+      loss_(std::move(loss)),
+      optimizer_(optimizer),
+      options_(std::move(options)),
       hooks_(std::move(hooks)) {
   LOOM_CHECK(options_.accumulate_steps >= 1, "fit: accumulate_steps must be at least 1, got ",
              options_.accumulate_steps);
@@ -65,7 +68,8 @@ void EagerStep::finish_epoch() {
   if (step_pending_) update();
 }
 
-TrainStep::Result EagerStep::forward_backward(const Tensor& inputs, const Tensor& labels, int64_t batches) {
+TrainStep::Result EagerStep::forward_backward(const Tensor& inputs, const Tensor& labels,
+                                              int64_t batches) {
   const Tensor outputs = forward(model_, inputs, options_.autocast);
   const Tensor loss = loss_(outputs, labels);
   // Alone, the loss is not scaled at all: bit for bit the step without accumulation.

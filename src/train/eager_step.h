@@ -21,7 +21,8 @@ class EagerStep : public TrainStep {
     // After every backward, before the hooks' before_update and the step.
     std::function<void(TrainContext&)> after_backward;
   };
-  EagerStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options, StepHooks hooks);
+  EagerStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options,
+            StepHooks hooks);
 
   Result run(const Tensor& inputs, const Tensor& labels, TrainContext& ctx) override;
   void finish_epoch() override;

@@ -17,11 +17,14 @@ namespace {
 // confusion matrix too (a rank without samples contributes zeros of the agreed size).
 EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, const Tensor& correct,
                           const Tensor& confusion, int64_t samples) {
-  const std::vector<double> sums =
-      all_reduce_values(group, {loss_sum.item<double>(), correct.item<double>(), static_cast<double>(samples)});
-  const int64_t k = all_reduce_value(group, confusion.defined() ? confusion.size(0) : 0, dist::ReduceOp::Max);
-  Tensor counts = (confusion.defined() ? confusion.to(kInt64) : zeros({k, k}, TensorOptions(kInt64)))
-                      .to(group.device()).contiguous();
+  const std::vector<double> sums = all_reduce_values(
+      group, {loss_sum.item<double>(), correct.item<double>(), static_cast<double>(samples)});
+  const int64_t k =
+      all_reduce_value(group, confusion.defined() ? confusion.size(0) : 0, dist::ReduceOp::Max);
+  Tensor counts =
+      (confusion.defined() ? confusion.to(kInt64) : zeros({k, k}, TensorOptions(kInt64)))
+          .to(group.device())
+          .contiguous();
   group.all_reduce(counts)->wait();
   EvalResult result;
   result.samples = static_cast<int64_t>(sums[2]);
@@ -53,7 +56,8 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     correct = correct + count_correct(outputs, batch->labels);
     // confusion[t, p] += 1 for each sample: one_hot(true)^T [K, n] x one_hot(pred) [n, K].
     const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
-    const Tensor counts = matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
+    const Tensor counts =
+        matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
     confusion = confusion.defined() ? confusion + counts : counts;
     for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
     result.samples += n;
@@ -78,7 +82,8 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
 Tensor predict(nn::Module& model, data::DataLoader& loader) {
   std::vector<Tensor> parts;
   loader.start_epoch(0);
-  while (std::optional<data::Batch> batch = loader.next()) parts.push_back(nn::predict(model, batch->images).cpu());
+  while (std::optional<data::Batch> batch = loader.next())
+    parts.push_back(nn::predict(model, batch->images).cpu());
   LOOM_CHECK(!parts.empty(), "predict: the loader delivered no batch");
   return cat(parts, 0);
 }

@@ -77,7 +77,8 @@ void put_float_field(std::string& out, uint32_t field, float v) {
 std::string event_header(double wall_time, int64_t step) {
   std::string event;
   put_double_field(event, 1, wall_time);
-  if (step != 0) put_varint_field(event, 2, static_cast<uint64_t>(step));  // proto3: 0 is the default
+  if (step != 0)
+    put_varint_field(event, 2, static_cast<uint64_t>(step));  // proto3: 0 is the default
   return event;
 }
 
@@ -126,12 +127,13 @@ EventFileWriter::EventFileWriter(const std::string& dir) : file_(nullptr, &std::
   LOOM_CHECK(fs::exists(status), "TensorBoard: the log folder ", dir, " does not exist");
   LOOM_CHECK(fs::is_directory(status), "TensorBoard: the log folder ", dir, " is not a folder");
   const double now = wall_time_now();
-  path_ = (fs::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." +
-                            host_name() + "." + std::to_string(::getpid()) + "." +
-                            std::to_string(writers_in_process++)))
+  path_ = (fs::path(dir) /
+           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." + host_name() +
+            "." + std::to_string(::getpid()) + "." + std::to_string(writers_in_process++)))
               .string();
   file_.reset(std::fopen(path_.c_str(), "wbx"));  // x: never append to another writer's file
-  LOOM_CHECK(file_ != nullptr, "TensorBoard: cannot create the event file ", path_, ": ", std::strerror(errno));
+  LOOM_CHECK(file_ != nullptr, "TensorBoard: cannot create the event file ", path_, ": ",
+             std::strerror(errno));
   std::string event = event_header(now, 0);
   put_bytes_field(event, 3, "brain.Event:2");
   write_record(event);
@@ -148,7 +150,8 @@ void EventFileWriter::write_record(const std::string& data) {
              "TensorBoard: cannot write ", path_, ": ", std::strerror(errno));
 }
 
-void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
+void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t step,
+                                 double wall_time) {
   // Summary.Value: tag = 1, simple_value = 2 (float).
   std::string v;
   put_bytes_field(v, 1, tag);
@@ -156,7 +159,8 @@ void EventFileWriter::add_scalar(const std::string& tag, double value, int64_t s
   write_record(summary_event(wall_time, step, v));
 }
 
-void EventFileWriter::add_text(const std::string& tag, const std::string& text, int64_t step, double wall_time) {
+void EventFileWriter::add_text(const std::string& tag, const std::string& text, int64_t step,
+                               double wall_time) {
   // SummaryMetadata.plugin_data = 1 -> PluginData.plugin_name = 1 (its content, a TextPluginData
   // of version 0, encodes to no bytes).
   std::string plugin_data;
@@ -177,7 +181,8 @@ void EventFileWriter::add_text(const std::string& tag, const std::string& text, 
 }
 
 void EventFileWriter::flush() {
-  LOOM_CHECK(std::fflush(file_.get()) == 0, "TensorBoard: cannot write ", path_, ": ", std::strerror(errno));
+  LOOM_CHECK(std::fflush(file_.get()) == 0, "TensorBoard: cannot write ", path_, ": ",
+             std::strerror(errno));
 }
 
 }  // namespace loom::train

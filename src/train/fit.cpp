@@ -9,8 +9,8 @@
 #include <optional>
 #include <utility>
 
-#include "loom/optim/clip_grad.h"
 #include "loom/ops/ops.h"
+#include "loom/optim/clip_grad.h"
 #include "loom/tensor/autograd.h"
 #include "loom/train/precision.h"
 #include "loom/train/progress.h"
@@ -43,7 +43,8 @@ struct Sums {
   double loss = 0, correct = 0, samples = 0;
 };
 Sums epoch_sums(const TrainContext& ctx) {
-  Sums s{ctx.loss_sum.item<double>(), ctx.correct_sum.item<double>(), static_cast<double>(ctx.samples_seen)};
+  Sums s{ctx.loss_sum.item<double>(), ctx.correct_sum.item<double>(),
+         static_cast<double>(ctx.samples_seen)};
   if (ctx.group == nullptr) return s;
   const std::vector<double> all = all_reduce_values(*ctx.group, {s.loss, s.correct, s.samples});
   return {all[0], all[1], all[2]};
@@ -94,7 +95,8 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     };
   }
   hooks.after_step = add_to_sums;
-  const std::unique_ptr<TrainStep> step = make_train_step(model, loss_fn, optimizer, options, std::move(hooks));
+  const std::unique_ptr<TrainStep> step =
+      make_train_step(model, loss_fn, optimizer, options, std::move(hooks));
   for (const CallbackPtr& cb : options.callbacks) cb->on_train_begin(ctx);
 
   for (; ctx.epoch < options.epochs && !ctx.stop_training; ++ctx.epoch) {
@@ -105,7 +107,8 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     const bool mid_epoch = resuming && ctx.step_in_epoch > 0;
     train_loader.start_epoch(ctx.epoch, mid_epoch ? ctx.step_in_epoch : 0);
     ctx.steps_per_epoch = train_loader.num_batches();
-    if (ctx.group != nullptr) ctx.steps_per_epoch = all_reduce_value(*ctx.group, ctx.steps_per_epoch, dist::ReduceOp::Min);
+    if (ctx.group != nullptr)
+      ctx.steps_per_epoch = all_reduce_value(*ctx.group, ctx.steps_per_epoch, dist::ReduceOp::Min);
     if (!mid_epoch) {
       ctx.step_in_epoch = 0;
       ctx.loss_sum.zero_();
@@ -114,12 +117,14 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     }
     resuming = false;
     for (const CallbackPtr& cb : options.callbacks) cb->on_epoch_begin(ctx);
-    ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch, lockstep);
+    ProgressBar bar(out, tty, ctx.epoch, options.epochs, ctx.steps_per_epoch, ctx.step_in_epoch,
+                    lockstep);
     const int64_t samples_before = ctx.samples_seen;  // a resumed epoch's bar times its own part
 
     for (const MetricPtr& m : options.metrics) m->reset();
     while (std::optional<data::Batch> batch = next_batch(ctx, train_loader)) {
-      const TrainStep::Result r = step->run(model_input(batch->images, options.channels_last), batch->labels, ctx);
+      const TrainStep::Result r =
+          step->run(model_input(batch->images, options.channels_last), batch->labels, ctx);
       for (const MetricPtr& m : options.metrics) m->update(r.outputs, batch->labels);
       const int64_t n = batch->labels.numel();
       ctx.batch_loss = r.loss;
@@ -137,9 +142,10 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     }
     step->finish_epoch();
     // A rank whose loader ran dry early would leave the others waiting in a collective.
-    LOOM_CHECK(ctx.group == nullptr || ctx.step_in_epoch == ctx.steps_per_epoch, "fit: the training loader of ",
-               ctx.group->who(), " ended after ", ctx.step_in_epoch, " of the ", ctx.steps_per_epoch,
-               " steps the ranks agreed on for epoch ", ctx.epoch, " (were whole batches of bad samples skipped?)");
+    LOOM_CHECK(ctx.group == nullptr || ctx.step_in_epoch == ctx.steps_per_epoch,
+               "fit: the training loader of ", ctx.group->who(), " ended after ", ctx.step_in_epoch,
+               " of the ", ctx.steps_per_epoch, " steps the ranks agreed on for epoch ", ctx.epoch,
+               " (were whole batches of bad samples skipped?)");
 
     EpochMetrics metrics;
     const Sums sums = epoch_sums(ctx);
@@ -149,9 +155,10 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     }
     for (const MetricPtr& m : options.metrics) metrics[m->name()] = m->result(ctx.group);
     if (val_loader != nullptr) {
-      const EvalResult val = evaluate(ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
-                                      [&bar](int64_t done, int64_t total) { bar.validating(done, total); },
-                                      options.autocast, options.channels_last);
+      const EvalResult val = evaluate(
+          ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
+          [&bar](int64_t done, int64_t total) { bar.validating(done, total); }, options.autocast,
+          options.channels_last);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
       for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;
@@ -170,13 +177,15 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
 }  // namespace
 
 History fit(nn::Module& model, const LossFn& loss_fn, optim::Optimizer& optimizer,
-            data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options) {
+            data::DataLoader& train_loader, data::DataLoader* val_loader,
+            const FitOptions& options) {
   // The callbacks' checkpoints, model files and logs reach the disk on this writer's thread
   // while training goes on; all of them are there before fit returns or throws.
   io::BackgroundWriter writer;
   History history;
   try {
-    history = fit_writing_through(writer, model, loss_fn, optimizer, train_loader, val_loader, options);
+    history =
+        fit_writing_through(writer, model, loss_fn, optimizer, train_loader, val_loader, options);
   } catch (...) {
     // Training's own error goes on; a write's failure is printed rather than put in its place.
     try {

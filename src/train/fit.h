@@ -100,13 +100,15 @@ struct FitOptions {
 // throws. A write that fails is fit's loom::Error, naming the file; when training itself threw,
 // its exception is rethrown and the write's failure printed to stderr.
 History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
-            data::DataLoader& train_loader, data::DataLoader* val_loader, const FitOptions& options);
+            data::DataLoader& train_loader, data::DataLoader* val_loader,
+            const FitOptions& options);
 
 struct EvalResult {
   double loss = 0.0;
   double accuracy = 0.0;
   int64_t samples = 0;
-  Tensor confusion;  // int64 [K, K] on the CPU: rows true class, columns predicted (K = 2 for a binary head)
+  Tensor confusion;  // int64 [K, K] on the CPU: rows true class, columns predicted (K = 2 for a
+                     // binary head)
   std::map<std::string, double> metrics;  // each of `metrics`' result, by name()
 };
 

@@ -32,7 +32,8 @@ std::string metrics_json(int64_t epoch, const EpochMetrics& metrics) {
 
 std::string History::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (size_t e = 0; e < epochs.size(); ++e) list.push_back(epoch_object(static_cast<int64_t>(e), epochs[e]));
+  for (size_t e = 0; e < epochs.size(); ++e)
+    list.push_back(epoch_object(static_cast<int64_t>(e), epochs[e]));
   return list.dump();
 }
 

@@ -8,14 +8,19 @@ namespace loom::train {
 
 LossFn binary_cross_entropy_loss() {
   return [](const Tensor& outputs, const Tensor& labels) {
-    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == 1, "binary_cross_entropy_loss: expected "
-               "outputs [B, 1] of logits, got ", shape_str(outputs.shape()));
-    return nn::binary_cross_entropy_with_logits(outputs, labels.to(kFloat32).reshape({labels.numel(), 1}));
+    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == 1,
+               "binary_cross_entropy_loss: expected "
+               "outputs [B, 1] of logits, got ",
+               shape_str(outputs.shape()));
+    return nn::binary_cross_entropy_with_logits(outputs,
+                                                labels.to(kFloat32).reshape({labels.numel(), 1}));
   };
 }
 
 LossFn cross_entropy_loss() {
-  return [](const Tensor& outputs, const Tensor& labels) { return nn::cross_entropy(outputs, labels); };
+  return [](const Tensor& outputs, const Tensor& labels) {
+    return nn::cross_entropy(outputs, labels);
+  };
 }
 
 Tensor count_correct(const Tensor& outputs, const Tensor& labels) {

@@ -12,11 +12,13 @@
 namespace loom::train {
 
 Tensor predicted_classes(const Tensor& outputs) {
-  return outputs.size(1) == 1 ? ge(outputs.reshape({outputs.size(0)}), 0.0).to(kInt64) : argmax(outputs, 1);
+  return outputs.size(1) == 1 ? ge(outputs.reshape({outputs.size(0)}), 0.0).to(kInt64)
+                              : argmax(outputs, 1);
 }
 
 void Metric::update(const Tensor& outputs, const Tensor& labels) {
-  LOOM_CHECK(outputs.defined() && labels.defined() && outputs.dim() == 2 && outputs.size(0) == labels.numel(),
+  LOOM_CHECK(outputs.defined() && labels.defined() && outputs.dim() == 2 &&
+                 outputs.size(0) == labels.numel(),
              name(), ": outputs ", outputs.defined() ? shape_str(outputs.shape()) : "undefined",
              " do not match labels ", labels.defined() ? shape_str(labels.shape()) : "undefined",
              " (expected outputs [B, K] and B labels)");
@@ -33,10 +35,12 @@ void Metric::update(const Tensor& outputs, const Tensor& labels) {
 }
 
 double Metric::result(dist::ProcessGroup* group) const {
-  std::vector<double> sums = sums_.defined() ? sums_.cpu().to_vector<double>() : std::vector<double>{};
+  std::vector<double> sums =
+      sums_.defined() ? sums_.cpu().to_vector<double>() : std::vector<double>{};
   if (group != nullptr && group->size() > 1) {
     // A rank without batches adds zeros of the size the others agree on.
-    const int64_t n = all_reduce_value(*group, static_cast<int64_t>(sums.size()), dist::ReduceOp::Max);
+    const int64_t n =
+        all_reduce_value(*group, static_cast<int64_t>(sums.size()), dist::ReduceOp::Max);
     sums.resize(static_cast<size_t>(n), 0.0);
     sums = all_reduce_values(*group, sums);
   }
@@ -53,7 +57,8 @@ double ratio(double a, double b) { return b > 0 ? a / b : kNaN; }
 // The confusion matrix of the batch, float64 [K * K] row-major: [true, predicted].
 Tensor confusion_sums(const Tensor& outputs, const Tensor& classes) {
   const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
-  const Tensor counts = matmul(one_hot(classes, k, kFloat64).t(), one_hot(predicted_classes(outputs), k, kFloat64));
+  const Tensor counts =
+      matmul(one_hot(classes, k, kFloat64).t(), one_hot(predicted_classes(outputs), k, kFloat64));
   return counts.reshape({k * k});
 }
 
@@ -86,7 +91,9 @@ class ClassScore : public Metric {
  public:
   enum Kind { Precision, Recall, F1 };
   explicit ClassScore(Kind kind) : kind_(kind) {}
-  std::string name() const override { return kind_ == Precision ? "precision" : kind_ == Recall ? "recall" : "f1"; }
+  std::string name() const override {
+    return kind_ == Precision ? "precision" : kind_ == Recall ? "recall" : "f1";
+  }
 
  protected:
   Tensor batch_sums(const Tensor& outputs, const Tensor& classes) const override {
@@ -126,11 +133,13 @@ class Auc : public Metric {
  protected:
   // [positives per bin..., negatives per bin...] of sigmoid(logit).
   Tensor batch_sums(const Tensor& outputs, const Tensor& classes) const override {
-    LOOM_CHECK(outputs.size(1) == 1, "auc: defined here for a binary head [B, 1]; these outputs are ",
+    LOOM_CHECK(outputs.size(1) == 1,
+               "auc: defined here for a binary head [B, 1]; these outputs are ",
                shape_str(outputs.shape()));
     const Tensor p = sigmoid(outputs.reshape({outputs.size(0)}).to(kFloat64));
-    const Tensor bin = clamp(p * static_cast<double>(bins_), 0.0, bins_ - 1.0).to(kInt64);  // floor: p >= 0
-    const Tensor in_bin = one_hot(bin, bins_, kFloat64);                                        // [B, bins]
+    const Tensor bin =
+        clamp(p * static_cast<double>(bins_), 0.0, bins_ - 1.0).to(kInt64);  // floor: p >= 0
+    const Tensor in_bin = one_hot(bin, bins_, kFloat64);                     // [B, bins]
     const Tensor positive = classes.to(kFloat64).reshape({classes.numel(), 1});
     return cat({sum(in_bin * positive, {0}), sum(in_bin * (1.0 - positive), {0})}, 0);
   }

@@ -5,7 +5,8 @@
 //
 //   train::FitOptions fit;
 //   fit.metrics = {train::precision(), train::recall(), train::f1(), train::auc()};
-//   // History gets "precision", "val_precision", ... per epoch; evaluate() fills EvalResult::metrics.
+//   // History gets "precision", "val_precision", ... per epoch; evaluate() fills
+//   EvalResult::metrics.
 //
 // Outputs are the model's logits: [B, 1] for a binary head (class 1 when the logit is >= 0,
 // as predict decides), [B, K] for K classes (the argmax); labels hold class indices.

@@ -14,12 +14,13 @@ nn::BatchTrainer& trainer_of(nn::Module& model) {
 }
 }  // namespace
 
-PipelineStep::PipelineStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options,
-                           StepHooks hooks)
+PipelineStep::PipelineStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer,
+                           Options options, StepHooks hooks)
     : EagerStep(model, std::move(loss), optimizer, std::move(options), std::move(hooks)),
       trainer_(trainer_of(model)) {}
 
-TrainStep::Result PipelineStep::forward_backward(const Tensor& inputs, const Tensor& labels, int64_t batches) {
+TrainStep::Result PipelineStep::forward_backward(const Tensor& inputs, const Tensor& labels,
+                                                 int64_t batches) {
   if (batches == 1) {
     nn::BatchTrainer::Result r = trainer_.train_batch(inputs, labels, loss_);
     return {r.loss, r.outputs};

@@ -10,7 +10,8 @@ namespace loom::train {
 class PipelineStep : public EagerStep {
  public:
   // `model.batch_trainer()` must not be null.
-  PipelineStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options, StepHooks hooks);
+  PipelineStep(nn::Module& model, LossFn loss, optim::Optimizer& optimizer, Options options,
+               StepHooks hooks);
 
  protected:
   Result forward_backward(const Tensor& inputs, const Tensor& labels, int64_t batches) override;

@@ -15,9 +15,12 @@ std::optional<Precision> precision_from_name(const std::string& name) {
 
 const char* precision_name(Precision precision) {
   switch (precision) {
-    case Precision::Float32: return "fp32";
-    case Precision::TF32: return "tf32";
-    case Precision::BFloat16: return "bf16";
+    case Precision::Float32:
+      return "fp32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::BFloat16:
+      return "bf16";
   }
   return "?";
 }
@@ -35,7 +38,8 @@ Tensor forward(nn::Module& model, const Tensor& inputs, bool autocast) {
 }
 
 Tensor model_input(const Tensor& images, bool channels_last) {
-  return channels_last && images.dim() == 4 ? images.contiguous(MemoryFormat::ChannelsLast) : images;
+  return channels_last && images.dim() == 4 ? images.contiguous(MemoryFormat::ChannelsLast)
+                                            : images;
 }
 
 }  // namespace loom::train

@@ -20,7 +20,8 @@ std::string format_duration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
   char buf[32];
   if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(s / 3600),
+                  (long long)(s % 3600 / 60));
   } else if (s >= 60) {
     std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
   } else {
@@ -39,7 +40,8 @@ int terminal_columns(const std::ostream* out) {
   if (const char* env = std::getenv("COLUMNS")) {
     char* end = nullptr;
     const long columns = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && columns >= 20 && columns <= 1000) return static_cast<int>(columns);
+    if (end != env && *end == '\0' && columns >= 20 && columns <= 1000)
+      return static_cast<int>(columns);
   }
   return 80;
 }
@@ -99,8 +101,15 @@ std::string metric(const char* name, double value) {
 
 ProgressBar::ProgressBar(std::ostream* out, bool tty, int64_t epoch, int64_t epochs,
                          int64_t total_steps, int64_t first_step, bool lockstep, int columns)
-    : out_(out), tty_(tty), columns_(columns > 0 ? columns : terminal_columns(out)), lockstep_(lockstep),
-      epoch_(epoch), epochs_(epochs), total_(total_steps), first_step_(first_step), start_(Clock::now()),
+    : out_(out),
+      tty_(tty),
+      columns_(columns > 0 ? columns : terminal_columns(out)),
+      lockstep_(lockstep),
+      epoch_(epoch),
+      epochs_(epochs),
+      total_(total_steps),
+      first_step_(first_step),
+      start_(Clock::now()),
       last_draw_(start_) {
   while (next_plain_ <= 10 && next_plain_ * total_ <= first_step_ * 10) ++next_plain_;
 }
@@ -132,8 +141,10 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
   if (!tty_) {
     std::snprintf(counter, sizeof counter, "step %lld/%lld", (long long)step, (long long)total_);
     *out_ << join({prefix() + " " + counter, "ETA " + format_duration(eta), metric("loss", loss),
-                   metric("accuracy", accuracy)}, " - ")
-          << "\n" << std::flush;
+                   metric("accuracy", accuracy)},
+                  " - ")
+          << "\n"
+          << std::flush;
     return;
   }
   std::snprintf(counter, sizeof counter, "%5lld/%lld", (long long)step, (long long)total_);
@@ -146,7 +157,8 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
   const std::string head = prefix() + " " + counter, time = "ETA " + format_duration(eta);
   const std::string speed = done > 0 ? per_step(elapsed / done) : "";
   const std::string rate = samples > 0 && elapsed > 0 ? images_per_second(samples / elapsed) : "";
-  const std::string l = metric("loss", loss), a = metric("accuracy", accuracy), acc = metric("acc", accuracy);
+  const std::string l = metric("loss", loss), a = metric("accuracy", accuracy),
+                    acc = metric("acc", accuracy);
   // From the fullest line to the barest; the first that fits the terminal is drawn.
   const std::vector<std::string> candidates = {
       join({head + bar(30), time, speed, rate, l, a}, " - "),
@@ -165,11 +177,13 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
 void ProgressBar::validating(int64_t batch, int64_t batches) {
   if (out_ == nullptr || !tty_) return;
   const auto now = Clock::now();
-  if (batch < batches && std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds) return;
+  if (batch < batches && std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds)
+    return;
   last_draw_ = now;
   const std::string count = std::to_string(batch) + "/" + std::to_string(batches);
   *out_ << "\r"
-        << fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) + " - validating " + count,
+        << fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) +
+                         " - validating " + count,
                      prefix() + " validating " + count, "validating " + count},
                     columns_)
         << "\033[K" << std::flush;
@@ -178,7 +192,8 @@ void ProgressBar::validating(int64_t batch, int64_t batches) {
 void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
   if (out_ == nullptr) return;
   const std::string head = prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_);
-  std::vector<std::string> full{head, format_duration(seconds)}, shorter{head, format_duration(seconds)};
+  std::vector<std::string> full{head, format_duration(seconds)},
+      shorter{head, format_duration(seconds)};
   for (const auto& [name, abbreviation] : {std::pair<const char*, const char*>{"loss", "loss"},
                                            {"accuracy", "acc"},
                                            {"val_loss", "val_loss"},
@@ -189,8 +204,8 @@ void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
     shorter.push_back(metric(abbreviation, it->second));
   }
   for (const auto& [name, value] : metrics) {  // FitOptions::metrics: precision, val_auc, ...
-    if (name == "loss" || name == "accuracy" || name == "val_loss" || name == "val_accuracy" || name == "lr" ||
-        name == "seconds") {
+    if (name == "loss" || name == "accuracy" || name == "val_loss" || name == "val_accuracy" ||
+        name == "lr" || name == "seconds") {
       continue;
     }
     full.push_back(metric(name.c_str(), value));
@@ -211,9 +226,11 @@ void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
     if (it != metrics.end()) narrow.push_back(metric(abbreviation, it->second));
   }
   *out_ << "\r"
-        << fit_line({join(full, " - "), join(shorter, " - "), join(shorter, " "), join(bare, " "), join(narrow, " ")},
+        << fit_line({join(full, " - "), join(shorter, " - "), join(shorter, " "), join(bare, " "),
+                     join(narrow, " ")},
                     columns_)
-        << "\033[K\n" << std::flush;
+        << "\033[K\n"
+        << std::flush;
 }
 
 }  // namespace loom::train

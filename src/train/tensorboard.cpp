@@ -9,7 +9,8 @@ namespace loom::train {
 
 TensorBoardLogger::TensorBoardLogger(TensorBoardOptions options) : options_(std::move(options)) {
   LOOM_CHECK(!options_.dir.empty(), "TensorBoardLogger: the log folder is empty");
-  LOOM_CHECK(options_.batch_every >= 0, "TensorBoardLogger: batch_every must be >= 0, got ", options_.batch_every);
+  LOOM_CHECK(options_.batch_every >= 0, "TensorBoardLogger: batch_every must be >= 0, got ",
+             options_.batch_every);
 }
 
 namespace {
@@ -20,7 +21,8 @@ TensorBoardOptions in_folder(std::string dir) {
 }
 }  // namespace
 
-TensorBoardLogger::TensorBoardLogger(std::string dir) : TensorBoardLogger(in_folder(std::move(dir))) {}
+TensorBoardLogger::TensorBoardLogger(std::string dir)
+    : TensorBoardLogger(in_folder(std::move(dir))) {}
 
 std::string TensorBoardLogger::summary_text(TrainContext& ctx) const {
   std::string text = options_.model_summary;
@@ -32,7 +34,8 @@ std::string TensorBoardLogger::summary_text(TrainContext& ctx) const {
     std::ostringstream out;
     out << model.type_name() << ": " << model.num_parameters() << " parameters ("
         << model.num_parameters(true) << " trainable)\n";
-    for (const auto& [name, t] : model.named_parameters()) out << name << " " << shape_str(t.shape()) << "\n";
+    for (const auto& [name, t] : model.named_parameters())
+      out << name << " " << shape_str(t.shape()) << "\n";
     text = out.str();
   }
   std::string block;  // Markdown: a line indented by four spaces is code, shown fixed-width
@@ -60,7 +63,8 @@ void TensorBoardLogger::on_batch_end(TrainContext& ctx) {
   // The epoch's last step waits for the device, so that the clock covers the work queued.
   const bool last_step = ctx.step_in_epoch == ctx.steps_per_epoch;
   double batch_loss = 0.0;
-  if ((log_batch || last_step) && ctx.batch_loss.defined()) batch_loss = ctx.batch_loss.item<double>();
+  if ((log_batch || last_step) && ctx.batch_loss.defined())
+    batch_loss = ctx.batch_loss.item<double>();
   last_batch_end_ = Clock::now();
   if (log_batch) writer_->add_scalar("batch_loss", batch_loss, ctx.global_step, wall_time_now());
 }
@@ -71,7 +75,8 @@ void TensorBoardLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& metr
   for (const auto& [name, value] : metrics) writer_->add_scalar(name, value, ctx.epoch, now);
   const double seconds = std::chrono::duration<double>(last_batch_end_ - epoch_start_).count();
   const int64_t samples = (ctx.samples_seen - samples_at_epoch_start_) * ctx.world_size;
-  if (samples > 0 && seconds > 0) writer_->add_scalar("images_per_second", samples / seconds, ctx.epoch, now);
+  if (samples > 0 && seconds > 0)
+    writer_->add_scalar("images_per_second", samples / seconds, ctx.epoch, now);
   writer_->flush();
 }
 

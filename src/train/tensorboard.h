@@ -15,10 +15,12 @@
 namespace loom::train {
 
 struct TensorBoardOptions {
-  std::string dir;             // an existing folder; each fit() adds one events.out.tfevents.* file
-  int64_t batch_every = 0;     // also "batch_loss" every this many steps, step = global step (0: never)
-  std::string model_summary;   // the text of "model_summary"; empty: Sequential::summary(input_shape)
-  Shape input_shape;           // when the model is a Sequential (without the batch), else a parameter list
+  std::string dir;  // an existing folder; each fit() adds one events.out.tfevents.* file
+  int64_t batch_every =
+      0;  // also "batch_loss" every this many steps, step = global step (0: never)
+  std::string
+      model_summary;  // the text of "model_summary"; empty: Sequential::summary(input_shape)
+  Shape input_shape;  // when the model is a Sequential (without the batch), else a parameter list
 };
 
 // Rank 0 writes, at step = epoch (from 0), one scalar per metric of the epoch (loss, accuracy,

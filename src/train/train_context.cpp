@@ -26,7 +26,8 @@ io::TrainingState TrainContext::capture_state() const {
     // Every rank's own float sums, so that each resumed rank goes on adding to exactly the
     // value it had (a sum over ranks, re-split, would round differently).
     const std::vector<double> all = all_gather_values(
-        *group, {loss_sum.item<double>(), correct_sum.item<double>(), static_cast<double>(samples_seen)});
+        *group,
+        {loss_sum.item<double>(), correct_sum.item<double>(), static_cast<double>(samples_seen)});
     std::vector<float> losses, corrects;
     for (int r = 0; r < world_size; ++r) {
       losses.push_back(static_cast<float>(all[3 * r]));
@@ -54,24 +55,31 @@ void TrainContext::flush_writes() const {
 
 void TrainContext::restore_state(const io::TrainingState& s) {
   const data::DataLoaderOptions& o = train_loader.options();
-  LOOM_CHECK(s.loader_seed == o.seed && s.augment_seed == o.augment.seed, "fit: cannot resume: the "
-             "checkpoint's loader seeds (shuffle ", s.loader_seed, ", augment ", s.augment_seed,
-             ") differ from the training loader's (", o.seed, ", ", o.augment.seed, ")");
+  LOOM_CHECK(s.loader_seed == o.seed && s.augment_seed == o.augment.seed,
+             "fit: cannot resume: the "
+             "checkpoint's loader seeds (shuffle ",
+             s.loader_seed, ", augment ", s.augment_seed, ") differ from the training loader's (",
+             o.seed, ", ", o.augment.seed, ")");
   history = History::from_json(s.history_json, "checkpoint");
-  LOOM_CHECK(static_cast<int64_t>(history.epochs.size()) == s.epoch, "fit: cannot resume: the "
-             "checkpoint is in epoch ", s.epoch, " but holds the history of ", history.epochs.size(), " epochs");
+  LOOM_CHECK(static_cast<int64_t>(history.epochs.size()) == s.epoch,
+             "fit: cannot resume: the "
+             "checkpoint is in epoch ",
+             s.epoch, " but holds the history of ", history.epochs.size(), " epochs");
   epoch = s.epoch;
   step_in_epoch = s.step_in_epoch;
   global_step = s.global_step;
   if (s.step_in_epoch > 0) {
-    LOOM_CHECK(s.loss_sum.defined() && s.correct_sum.defined(), "fit: cannot resume mid-epoch: the "
+    LOOM_CHECK(s.loss_sum.defined() && s.correct_sum.defined(),
+               "fit: cannot resume mid-epoch: the "
                "checkpoint lacks the epoch's running sums");
     // One rank saves scalars, N ranks one sum per rank (capture_state).
     const int64_t saved_ranks = s.loss_sum.dim() == 0 ? 1 : s.loss_sum.numel();
-    LOOM_CHECK(saved_ranks == world_size && s.correct_sum.numel() == saved_ranks, "fit: cannot resume "
-               "mid-epoch on ", world_size, " ranks: the checkpoint was taken mid-epoch on ", saved_ranks,
-               " (each rank's shard of the epoch depends on the number of ranks; resume on ", saved_ranks,
-               " or from a checkpoint at an epoch's end)");
+    LOOM_CHECK(saved_ranks == world_size && s.correct_sum.numel() == saved_ranks,
+               "fit: cannot resume "
+               "mid-epoch on ",
+               world_size, " ranks: the checkpoint was taken mid-epoch on ", saved_ranks,
+               " (each rank's shard of the epoch depends on the number of ranks; resume on ",
+               saved_ranks, " or from a checkpoint at an epoch's end)");
     if (world_size == 1) {
       loss_sum.copy_(s.loss_sum);
       correct_sum.copy_(s.correct_sum);
@@ -85,7 +93,8 @@ void TrainContext::restore_state(const io::TrainingState& s) {
     }
   }
   // load_checkpoint gave every rank rank 0's generator; each rank draws from its own.
-  if (world_size > 1) default_generator().set_state(dist::rank_seed(s.rng_seed, rank), s.rng_offset);
+  if (world_size > 1)
+    default_generator().set_state(dist::rank_seed(s.rng_seed, rank), s.rng_offset);
 }
 
 }  // namespace loom::train

@@ -4,7 +4,8 @@
 // fit calls Model.train_step. The kinds, each its own class:
 //   EagerStep     op by op from the host, with gradient accumulation (train/eager_step.h);
 //   PipelineStep  an EagerStep whose forward and backward are the model's own micro-batches
-//                 (a model with an nn::BatchTrainer, dist::PipelineParallel; train/pipeline_step.h);
+//                 (a model with an nn::BatchTrainer, dist::PipelineParallel;
+//                 train/pipeline_step.h);
 //   CapturedStep  the whole step replayed from a CUDA graph (train/captured_step.h).
 #pragma once
 
@@ -54,7 +55,8 @@ struct StepHooks {
 //     nn::BatchTrainer, with accumulate_steps 1 and without after_backward;
 //   - autocast does not apply to a model with an nn::BatchTrainer;
 //   - accumulate_steps >= 1; clip_grad_norm, when set, finite and > 0.
-std::unique_ptr<TrainStep> make_train_step(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
-                                           const FitOptions& options, StepHooks hooks);
+std::unique_ptr<TrainStep> make_train_step(nn::Module& model, const LossFn& loss,
+                                           optim::Optimizer& optimizer, const FitOptions& options,
+                                           StepHooks hooks);
 
 }  // namespace loom::train

@@ -11,9 +11,9 @@
 #include "gpu_basics/mandelbrot.h"
 #include "gpu_basics/matmul.h"
 #include "gpu_basics/png_writer.h"
-#include "testing.h"
 #include "gpu_basics/timing.h"
 #include "gpu_basics/vector_ops.h"
+#include "testing.h"
 
 namespace loom::gpu_basics {
 namespace {

@@ -6,13 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "scaling/process_launch.h"
-#include "testing.h"
 #include "scaling/time_to_accuracy.h"
+#include "testing.h"
 
 namespace loom::testing {
 namespace {
@@ -33,28 +32,52 @@ int run_scaling_with(const std::string& env, const std::string& flags, std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int run_scaling(const std::string& flags, std::string* output) { return run_scaling_with("", flags, output); }
+int run_scaling(const std::string& flags, std::string* output) {
+  return run_scaling_with("", flags, output);
+}
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("loom_scaling_" + name + "_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("loom_scaling_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   return dir;
 }
 
 void expect_schema(const nlohmann::json& j, int worlds) {
-  for (const char* key : {"tool", "date", "model", "parameters", "gradient_bytes", "device", "gpu_name",
-                          "gpus_present", "placement", "launch", "graph", "precision", "scaling", "data", "batch_per_rank",
-                          "steps", "warmup", "versions", "buckets", "price_per_gpu_hour", "baseline", "rows",
-                          "pipeline_rows", "time_to_accuracy"}) {
+  for (const char* key : {"tool",           "date",     "model",          "parameters",
+                          "gradient_bytes", "device",   "gpu_name",       "gpus_present",
+                          "placement",      "launch",   "graph",          "precision",
+                          "scaling",        "data",     "batch_per_rank", "steps",
+                          "warmup",         "versions", "buckets",        "price_per_gpu_hour",
+                          "baseline",       "rows",     "pipeline_rows",  "time_to_accuracy"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   ASSERT_EQ(j.at("rows").size(), static_cast<size_t>(worlds));
   for (const auto& row : j.at("rows")) {
-    for (const char* key : {"world_size", "ran", "note", "global_batch", "median_ms", "p10_ms", "p90_ms",
-                            "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms",
-                            "loader_wait_ms", "differing_ranks", "usd_per_million_images", "step_mode", "launch",
-                            "exposed_measure", "exposed_share", "rank_median_ms", "rank_images_per_s",
-                            "slowest_rank_ms", "slowest_rank", "ddp_step"}) {
+    for (const char* key : {"world_size",
+                            "ran",
+                            "note",
+                            "global_batch",
+                            "median_ms",
+                            "p10_ms",
+                            "p90_ms",
+                            "images_per_s",
+                            "speedup",
+                            "efficiency",
+                            "comm_ms",
+                            "exposed_comm_ms",
+                            "loader_wait_ms",
+                            "differing_ranks",
+                            "usd_per_million_images",
+                            "step_mode",
+                            "launch",
+                            "exposed_measure",
+                            "exposed_share",
+                            "rank_median_ms",
+                            "rank_images_per_s",
+                            "slowest_rank_ms",
+                            "slowest_rank",
+                            "ddp_step"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     EXPECT_EQ(row.at("rank_median_ms").size(), row.at("world_size").get<size_t>());
@@ -70,7 +93,10 @@ void expect_schema(const nlohmann::json& j, int worlds) {
 TEST(ScalingCli, TheCiCommandWritesEveryFieldWithZeroDifferingRanks) {
   const fs::path out = fresh_dir("ci");
   std::string output;
-  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 5 --warmup 2 --out " + out.string(), &output), 0) << output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 5 --warmup 2 --out " + out.string(),
+                        &output),
+            0)
+      << output;
   EXPECT_NE(output.find("# ranks   global"), std::string::npos) << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 2);
@@ -86,8 +112,13 @@ TEST(ScalingCli, TheCiCommandWritesEveryFieldWithZeroDifferingRanks) {
 TEST(ScalingCli, PipelineFlagsAddRowsBesideTheDdpOnes) {
   const fs::path out = fresh_dir("pipeline");
   std::string output;
-  ASSERT_EQ(run_scaling("--device cpu --world-sizes 2 --pipeline 2 --micro-batches 3 --pipeline-schedule 1f1b --steps 3 "
-                        "--warmup 1 --warmup-seconds 0 --batch-per-gpu 4 --out " + out.string(), &output), 0) << output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 2 --pipeline 2 --micro-batches 3 "
+                        "--pipeline-schedule 1f1b --steps 3 "
+                        "--warmup 1 --warmup-seconds 0 --batch-per-gpu 4 --out " +
+                            out.string(),
+                        &output),
+            0)
+      << output;
   EXPECT_NE(output.find("pipeline 2 stages, 3 micro-batches, 1f1b"), std::string::npos) << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 1);
@@ -98,7 +129,8 @@ TEST(ScalingCli, PipelineFlagsAddRowsBesideTheDdpOnes) {
   EXPECT_EQ(p.at("micro_batches"), 3);
   EXPECT_EQ(p.at("schedule"), "1f1b");
   EXPECT_EQ(p.at("stage_layout").size(), 2u);
-  EXPECT_NE(io::read_file((out / "report.csv").string()).find("\npipeline,2,1,8,"), std::string::npos);
+  EXPECT_NE(io::read_file((out / "report.csv").string()).find("\npipeline,2,1,8,"),
+            std::string::npos);
   EXPECT_EQ(io::read_file((out / "speedup.png").string()).substr(1, 3), "PNG");
   fs::remove_all(out);
 }
@@ -106,17 +138,24 @@ TEST(ScalingCli, PipelineFlagsAddRowsBesideTheDdpOnes) {
 TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
   const fs::path out = fresh_dir("processes");
   std::string output;
-  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 4 --warmup 1 --warmup-seconds 0.2 --batch-per-gpu 8 --launch processes --out " +
-                            out.string(), &output), 0) << output;
+  ASSERT_EQ(run_scaling("--device cpu --world-sizes 1,2 --steps 4 --warmup 1 --warmup-seconds 0.2 "
+                        "--batch-per-gpu 8 --launch processes --out " +
+                            out.string(),
+                        &output),
+            0)
+      << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 2);
   EXPECT_EQ(j.at("launch"), "processes");
   EXPECT_EQ(j.at("rows")[1].at("global_batch"), 16);
-  EXPECT_EQ(j.at("rows")[0].at("launch"), "in_process") << "a world of one runs beside the plain model";
+  EXPECT_EQ(j.at("rows")[0].at("launch"), "in_process")
+      << "a world of one runs beside the plain model";
   EXPECT_EQ(j.at("rows")[1].at("launch"), "processes");
-  EXPECT_EQ(j.at("rows")[1].at("rank_images_per_s").size(), 2u) << "every rank's median crosses from the rank process";
+  EXPECT_EQ(j.at("rows")[1].at("rank_images_per_s").size(), 2u)
+      << "every rank's median crosses from the rank process";
   for (const auto& entry : fs::directory_iterator(out)) {
-    EXPECT_EQ(entry.path().string().find("world"), std::string::npos) << "a rank result left behind: " << entry.path();
+    EXPECT_EQ(entry.path().string().find("world"), std::string::npos)
+        << "a rank result left behind: " << entry.path();
   }
   fs::remove_all(out);
 }
@@ -124,15 +163,21 @@ TEST(ScalingCli, RankProcessesMeasureTheSameWay) {
 TEST(ScalingCli, UnderALauncherItMeasuresTheJobsOwnSize) {
   const fs::path out = fresh_dir("job");
   std::string output;
-  const std::string job = "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(29000 + getpid() % 1000) + " ";
-  ASSERT_EQ(run_scaling_with(job, "--device cpu --steps 3 --warmup 1 --warmup-seconds 0 --out " + out.string(), &output), 0) << output;
+  const std::string job = "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(29000 + getpid() % 1000) + " ";
+  ASSERT_EQ(run_scaling_with(
+                job, "--device cpu --steps 3 --warmup 1 --warmup-seconds 0 --out " + out.string(),
+                &output),
+            0)
+      << output;
   const nlohmann::json j = nlohmann::json::parse(io::read_file((out / "report.json").string()));
   expect_schema(j, 1);
   EXPECT_EQ(j.at("launch"), "env");
   EXPECT_NE(output.find("a job of processes started by env"), std::string::npos) << output;
   output.clear();
   EXPECT_EQ(run_scaling_with(job, "--device cpu --world-sizes 1,2", &output), 1);
-  EXPECT_NE(output.find("under a launcher measures the job's own size"), std::string::npos) << output;
+  EXPECT_NE(output.find("under a launcher measures the job's own size"), std::string::npos)
+      << output;
   fs::remove_all(out);
 }
 
@@ -142,11 +187,15 @@ TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
       {"--device cpu --world-sizes 1 --compare /nonexistent.json", "/nonexistent.json"},
       {"--device cpu --world-sizes 1 --time-to-accuracy 0.75 --out /tmp",
        "--time-to-accuracy trains on photographs: give --data DIR"},
-      {"--device cpu --world-sizes 1 --pipeline 1", "--pipeline 1: a pipeline needs at least 2 stages"},
-      {"--device cpu --world-sizes 1 --micro-batches 4", "shape the --pipeline rows: give --pipeline too"},
-      {"--device cpu --world-sizes 1 --graph maybe", "--graph: expected auto, on or off, got 'maybe'"},
+      {"--device cpu --world-sizes 1 --pipeline 1",
+       "--pipeline 1: a pipeline needs at least 2 stages"},
+      {"--device cpu --world-sizes 1 --micro-batches 4",
+       "shape the --pipeline rows: give --pipeline too"},
+      {"--device cpu --world-sizes 1 --graph maybe",
+       "--graph: expected auto, on or off, got 'maybe'"},
       {"--device cpu --world-sizes 1 --graph on", "--graph on: CUDA graphs need --device cuda"},
-      {"--device cpu --world-sizes 1 --launch ssh", "--launch: expected auto, threads or processes, got 'ssh'"},
+      {"--device cpu --world-sizes 1 --launch ssh",
+       "--launch: expected auto, threads or processes, got 'ssh'"},
   };
   for (const auto& [flags, message] : cases) {
     std::string output;
@@ -157,13 +206,16 @@ TEST(ScalingCli, BadFlagsAreClearErrorsBeforeAnyMeasuring) {
 
 // run_rank_processes with a shell for the rank program: "$RANK" picks what each rank does
 // ("exec sleep": the process stopped is the one that sleeps, as a rank's is).
-std::vector<std::string> shell_ranks(const std::string& script) { return {"/bin/sh", "-c", script, "rank"}; }
+std::vector<std::string> shell_ranks(const std::string& script) {
+  return {"/bin/sh", "-c", script, "rank"};
+}
 
 TEST(ScalingRankProcesses, OneRankFailingStopsTheOthersAndNamesIt) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 1 ] && exit 3; exec sleep 60"), 2,
-                                                (fresh_dir("fail") += ".json").string(), 120),
-                    "rank 1 of 2 exited with status 3");
+  EXPECT_LOOM_ERROR(
+      scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 1 ] && exit 3; exec sleep 60"), 2,
+                                  (fresh_dir("fail") += ".json").string(), 120),
+      "rank 1 of 2 exited with status 3");
   // Scaled, but below rank 0's 60 s sleep.
   EXPECT_LT(std::chrono::steady_clock::now() - start,
             scaled(std::chrono::seconds(20), std::chrono::seconds(50)))
@@ -171,23 +223,28 @@ TEST(ScalingRankProcesses, OneRankFailingStopsTheOthersAndNamesIt) {
 }
 
 TEST(ScalingRankProcesses, AHangIsStoppedAtTheTimeout) {
-  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exec sleep 60"), 2, (fresh_dir("hang") += ".json").string(), 1),
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exec sleep 60"), 2,
+                                                (fresh_dir("hang") += ".json").string(), 1),
                     "did not finish within 1 s");
 }
 
 TEST(ScalingRankProcesses, RanksSeeTheLaunchVariablesAndRankZeroWritesTheResult) {
   const std::string path = (fresh_dir("vars") += ".json").string();
   // Rank 0 writes its variables where --rank-result (the script's $4) says.
-  const std::string text = scaling::run_rank_processes(
-      shell_ranks("[ \"$RANK\" = 0 ] && echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $2\" > \"$4\"; exit 0"), 3, path, 60);
+  const std::string text =
+      scaling::run_rank_processes(shell_ranks("[ \"$RANK\" = 0 ] && echo \"$RANK $WORLD_SIZE "
+                                              "$LOCAL_RANK $MASTER_ADDR $2\" > \"$4\"; exit 0"),
+                                  3, path, 60);
   EXPECT_EQ(text, "0 3 0 127.0.0.1 3\n");
   EXPECT_FALSE(fs::exists(path)) << "the result file is removed once read";
-  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exit 0"), 2, path, 60), "wrote no result to");
+  EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exit 0"), 2, path, 60),
+                    "wrote no result to");
 }
 
 // The photographs, when this machine has them (the reference accuracies are in their README).
 std::string cats_dogs() {
-  for (const char* dir : {"../shared/data/cats_dogs", "../../shared/data/cats_dogs", "/work/shared/data/cats_dogs"}) {
+  for (const char* dir :
+       {"../shared/data/cats_dogs", "../../shared/data/cats_dogs", "/work/shared/data/cats_dogs"}) {
     if (fs::is_directory(fs::path(dir) / "train")) return fs::absolute(dir).string();
   }
   return "";
@@ -195,7 +252,8 @@ std::string cats_dogs() {
 
 TEST(ScalingTimeToAccuracy, EachWorldTrainsOnThePhotographsAndReportsWhenItReachedTheTarget) {
   const std::string data = cats_dogs();
-  if (data.empty()) GTEST_SKIP() << "no ../shared/data/cats_dogs: the time-to-accuracy run needs the photographs";
+  if (data.empty())
+    GTEST_SKIP() << "no ../shared/data/cats_dogs: the time-to-accuracy run needs the photographs";
   scaling::Config c;
   c.placement = scaling::Placement::Cpu;
   c.world_sizes = {1, 2};

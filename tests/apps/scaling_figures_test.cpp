@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "scaling/row_figures.h"
+#include "scaling/trainee.h"
 #include "scaling_small_run.h"
 #include "testing.h"
-#include "scaling/trainee.h"
 
 namespace loom::testing {
 namespace {
@@ -57,7 +57,8 @@ TEST(ScalingFigures, EachRanksImagesPerSecondIsItsBatchOverItsMedian) {
   r.world_size = 4;
   r.global_batch = 128;  // 32 a rank
   r.rank_median_ms = {1.0, 2.0, 0.5, 4.0};
-  EXPECT_EQ(scaling::rank_images_per_s(r), (std::vector<double>{32000.0, 16000.0, 64000.0, 8000.0}));
+  EXPECT_EQ(scaling::rank_images_per_s(r),
+            (std::vector<double>{32000.0, 16000.0, 64000.0, 8000.0}));
   r.rank_median_ms.clear();
   EXPECT_TRUE(scaling::rank_images_per_s(r).empty());
 }
@@ -108,7 +109,8 @@ TEST(ScalingGraph, StepsAreCapturedOnlyWhereAGraphCanHoldThem) {
   c.graph = "off";
   EXPECT_FALSE(scaling::captures_steps(c, kCPU, nullptr));
   c.graph = "on";
-  EXPECT_LOOM_ERROR(scaling::captures_steps(c, kCPU, nullptr), "--graph on: a CUDA graph needs a CUDA device");
+  EXPECT_LOOM_ERROR(scaling::captures_steps(c, kCPU, nullptr),
+                    "--graph on: a CUDA graph needs a CUDA device");
   const dist::GroupPtr threads = dist::make_threads_groups(1, kCPU)[0];
   EXPECT_LOOM_ERROR(scaling::captures_steps(c, kCPU, threads), "on cpu over threads");
 }
@@ -120,7 +122,8 @@ TEST(ScalingGraph, BadGraphAndLaunchValuesAreNamedBeforeMeasuring) {
   c.graph = "on";
   EXPECT_LOOM_ERROR(scaling::run(c), "--graph on: CUDA graphs need --device cuda");
   c.placement = scaling::Placement::OneGpu;
-  EXPECT_LOOM_ERROR(scaling::run(c), "ranks sharing cuda:0 (--world-sizes) all-reduce over the threads backend");
+  EXPECT_LOOM_ERROR(scaling::run(c),
+                    "ranks sharing cuda:0 (--world-sizes) all-reduce over the threads backend");
   c.placement = scaling::Placement::Gpus;
   c.world_sizes = {1};
   c.pipeline_stages = {2};
@@ -129,7 +132,8 @@ TEST(ScalingGraph, BadGraphAndLaunchValuesAreNamedBeforeMeasuring) {
   c.placement = scaling::Placement::Gpus;
   c.world_sizes = {1, 2};
   c.skip_missing = true;  // the launch is checked whatever the machine has
-  if (built_with_cuda()) EXPECT_LOOM_ERROR(scaling::run(c), "--launch processes: no program to start the ranks with");
+  if (built_with_cuda())
+    EXPECT_LOOM_ERROR(scaling::run(c), "--launch processes: no program to start the ranks with");
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ void expect_timed_ddp_row(const scaling::Row& r, const scaling::Row& plain) {
   } else {
     EXPECT_EQ(r.exposed_measure, "stall");
     EXPECT_GE(*r.exposed_comm_ms, 0.0);
-    EXPECT_LT(*r.exposed_comm_ms, r.median_ms) << "a stall inside the step cannot be longer than the step";
+    EXPECT_LT(*r.exposed_comm_ms, r.median_ms)
+        << "a stall inside the step cannot be longer than the step";
     ASSERT_TRUE(r.ddp_step.has_value());
     EXPECT_EQ(r.ddp_step->held_back, 0);
   }
@@ -61,7 +62,8 @@ TEST(ScalingGpu, OneGpuRowsArePlainAndDdpOverNccl) {
   EXPECT_EQ(report.rows[0].note, "timed alternating with the plain model");
   expect_timed_ddp_row(report.rows[0], report.baseline);
   ASSERT_TRUE(report.rows[0].usd_per_million_images.has_value());
-  EXPECT_NEAR(*report.rows[0].usd_per_million_images, 3.06 / 3600.0 * 1e6 / report.rows[0].images_per_s, 1e-9);
+  EXPECT_NEAR(*report.rows[0].usd_per_million_images,
+              3.06 / 3600.0 * 1e6 / report.rows[0].images_per_s, 1e-9);
   const std::string text = scaling::report_text(report);
   EXPECT_NE(text.find("CUDA events on rank 0's compute stream"), std::string::npos) << text;
   EXPECT_NE(text.find("cuDNN"), std::string::npos) << text;
@@ -97,7 +99,8 @@ TEST(ScalingGpu, RanksSharingTheGpuAreLabelledNotASpeedup) {
   ASSERT_EQ(report.rows.size(), 2u);
   for (const scaling::Row& r : report.rows) expect_timed_ddp_row(r, report.baseline);
   EXPECT_EQ(report.rows[0].step_mode, "graph") << "a world of one runs over NCCL";
-  EXPECT_EQ(report.rows[1].step_mode, "eager") << "the threads backend's collectives cannot be captured";
+  EXPECT_EQ(report.rows[1].step_mode, "eager")
+      << "the threads backend's collectives cannot be captured";
   EXPECT_GT(*report.rows[1].comm_ms, 0.0);
   EXPECT_NE(report.rows[1].note.find("not a multi-GPU speedup"), std::string::npos);
   EXPECT_NE(scaling::report_text(report).find("NOT a multi-GPU speedup"), std::string::npos);
@@ -107,8 +110,10 @@ TEST(ScalingGpu, RanksSharingTheGpuAreLabelledNotASpeedup) {
 TEST(ScalingGpu, PhotographsComeThroughEachRanksLoader) {
   if (!cuda_is_available()) GTEST_SKIP() << "no GPU";
   std::string data;
-  for (const char* dir : {"../shared/data/cats_dogs", "../../shared/data/cats_dogs", ".data/cats_dogs", "../.data/cats_dogs"}) {
-    if (std::filesystem::is_directory(std::filesystem::path(dir) / "train")) data = std::filesystem::absolute(dir).string();
+  for (const char* dir : {"../shared/data/cats_dogs", "../../shared/data/cats_dogs",
+                          ".data/cats_dogs", "../.data/cats_dogs"}) {
+    if (std::filesystem::is_directory(std::filesystem::path(dir) / "train"))
+      data = std::filesystem::absolute(dir).string();
   }
   if (data.empty()) GTEST_SKIP() << "no cats_dogs photographs here";
   scaling::Config c = small_gpu_run(scaling::Placement::OneGpu, {2});

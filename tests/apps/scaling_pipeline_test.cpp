@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "scaling/outputs.h"
@@ -27,7 +26,8 @@ TEST(ScalingPipeline, EachStageCountGetsARowAtTheGlobalBatchOfTheDdpRow) {
   const scaling::Report report = scaling::run(small_pipeline_run());
   ASSERT_EQ(report.rows.size(), 2u);
   ASSERT_EQ(report.pipeline_rows.size(), 2u);
-  EXPECT_EQ(report.pipeline_rows[0].row.global_batch, report.rows[1].global_batch) << "2 stages and 2 ranks: equal work";
+  EXPECT_EQ(report.pipeline_rows[0].row.global_batch, report.rows[1].global_batch)
+      << "2 stages and 2 ranks: equal work";
   for (const scaling::PipelineRow& p : report.pipeline_rows) {
     SCOPED_TRACE(p.stages);
     const scaling::Row& r = p.row;
@@ -69,21 +69,40 @@ TEST(ScalingPipeline, EachStageCountGetsARowAtTheGlobalBatchOfTheDdpRow) {
   }
 
   const std::string text = scaling::report_text(report);
-  for (const char* part : {"# pipeline rows (model parallelism", "# stages   global  median_ms",
-                           "pipeline 2 stages, 4 micro-batches, gpipe", "pipeline 3 stages, 6 micro-batches, gpipe",
-                           "#         layers 0-", "# stages on the CPU, taking turns on one thread"}) {
+  for (const char* part :
+       {"# pipeline rows (model parallelism", "# stages   global  median_ms",
+        "pipeline 2 stages, 4 micro-batches, gpipe", "pipeline 3 stages, 6 micro-batches, gpipe",
+        "#         layers 0-", "# stages on the CPU, taking turns on one thread"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
-  EXPECT_LT(text.find("# ranks   global"), text.find("# pipeline rows")) << "the pipeline block follows the DDP rows";
+  EXPECT_LT(text.find("# ranks   global"), text.find("# pipeline rows"))
+      << "the pipeline block follows the DDP rows";
 
   const nlohmann::json j = nlohmann::json::parse(scaling::report_json(report));
   ASSERT_EQ(j.at("pipeline_rows").size(), 2u);
   EXPECT_EQ(j.at("rows").size(), 2u) << "the DDP rows stay as they were";
   for (const auto& row : j.at("pipeline_rows")) {
-    for (const char* key : {"world_size", "ran", "note", "global_batch", "median_ms", "p10_ms", "p90_ms",
-                            "images_per_s", "speedup", "efficiency", "comm_ms", "exposed_comm_ms", "loader_wait_ms",
-                            "differing_ranks", "usd_per_million_images", "stages", "micro_batches", "schedule",
-                            "bubble", "theoretical_bubble", "stage_layout"}) {
+    for (const char* key : {"world_size",
+                            "ran",
+                            "note",
+                            "global_batch",
+                            "median_ms",
+                            "p10_ms",
+                            "p90_ms",
+                            "images_per_s",
+                            "speedup",
+                            "efficiency",
+                            "comm_ms",
+                            "exposed_comm_ms",
+                            "loader_wait_ms",
+                            "differing_ranks",
+                            "usd_per_million_images",
+                            "stages",
+                            "micro_batches",
+                            "schedule",
+                            "bubble",
+                            "theoretical_bubble",
+                            "stage_layout"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     EXPECT_TRUE(row.at("comm_ms").is_null());
@@ -99,12 +118,18 @@ TEST(ScalingPipeline, EachStageCountGetsARowAtTheGlobalBatchOfTheDdpRow) {
   EXPECT_EQ(j.at("pipeline_rows")[0].at("global_batch"), j.at("rows")[1].at("global_batch"));
 
   const std::string csv = scaling::report_csv(report);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6) << csv;  // header, plain, 2 DDP, 2 pipeline
-  EXPECT_NE(csv.find(",micro_batches,schedule,bubble,theoretical_bubble,stage_layout,step_mode,launch,"
-                     "slowest_rank_ms,exposed_share,note\n"), std::string::npos) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6)
+      << csv;  // header, plain, 2 DDP, 2 pipeline
+  EXPECT_NE(
+      csv.find(",micro_batches,schedule,bubble,theoretical_bubble,stage_layout,step_mode,launch,"
+               "slowest_rank_ms,exposed_share,note\n"),
+      std::string::npos)
+      << csv;
   EXPECT_NE(csv.find("\npipeline,2,1,8,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",4,gpipe,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.200000,layers 0-"), std::string::npos) << "2 stages, 4 micro-batches: theory 1/5\n" << csv;
+  EXPECT_NE(csv.find(",0.200000,layers 0-"), std::string::npos)
+      << "2 stages, 4 micro-batches: theory 1/5\n"
+      << csv;
 }
 
 TEST(ScalingPipeline, OneFOneBWithMicroBatchesThatSplitTheBatchUnevenly) {
@@ -121,7 +146,8 @@ TEST(ScalingPipeline, OneFOneBWithMicroBatchesThatSplitTheBatchUnevenly) {
   EXPECT_EQ(p.schedule, "1f1b");
   EXPECT_DOUBLE_EQ(p.theoretical_bubble, 0.25);
   EXPECT_EQ(p.row.global_batch, 8);
-  EXPECT_NE(scaling::report_text(report).find("pipeline 2 stages, 3 micro-batches, 1f1b"), std::string::npos);
+  EXPECT_NE(scaling::report_text(report).find("pipeline 2 stages, 3 micro-batches, 1f1b"),
+            std::string::npos);
 }
 
 TEST(ScalingPipeline, TheChartDrawsThePipelineRowsAsASeriesOfTheirOwn) {
@@ -142,9 +168,10 @@ TEST(ScalingPipeline, TheChartDrawsThePipelineRowsAsASeriesOfTheirOwn) {
     report.pipeline_rows.push_back(p);
   }
   const scaling::ChartSpec spec = scaling::speedup_chart(report, std::nullopt);
-  const auto pipeline = std::find_if(spec.series.begin(), spec.series.end(), [](const scaling::ChartSeries& s) {
-    return s.label.find("loom pipeline (gpipe, 2 x stages micro-batches)") == 0;
-  });
+  const auto pipeline =
+      std::find_if(spec.series.begin(), spec.series.end(), [](const scaling::ChartSeries& s) {
+        return s.label.find("loom pipeline (gpipe, 2 x stages micro-batches)") == 0;
+      });
   ASSERT_NE(pipeline, spec.series.end());
   EXPECT_EQ(pipeline->points, (std::vector<std::pair<double, double>>{{2, 1.3}}));
   report.pipeline_rows.clear();
@@ -157,21 +184,27 @@ TEST(ScalingPipeline, BadStageAndMicroBatchCountsAreClearErrors) {
   scaling::Config c = small_pipeline_run();
   for (int n : {0, 1}) {
     c.pipeline_stages = {n};
-    EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline " + std::to_string(n) + ": a pipeline needs at least 2 stages");
+    EXPECT_LOOM_ERROR(scaling::run(c),
+                      "--pipeline " + std::to_string(n) + ": a pipeline needs at least 2 stages");
   }
   c.pipeline_stages = {8};
-  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline 8: seed_cnn has 7 layers and each stage needs at least one");
+  EXPECT_LOOM_ERROR(scaling::run(c),
+                    "--pipeline 8: seed_cnn has 7 layers and each stage needs at least one");
   c.pipeline_stages = {2};
   c.micro_batches = 9;
-  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline 2: 9 micro-batches for a global batch of 8 images");
+  EXPECT_LOOM_ERROR(scaling::run(c),
+                    "--pipeline 2: 9 micro-batches for a global batch of 8 images");
   c.micro_batches = 0;
   EXPECT_LOOM_ERROR(scaling::run(c), "--micro-batches must be at least 1, got 0");
   c.micro_batches.reset();
   c.batch_per_rank = 1;  // 2 images, 4 micro-batches by default
-  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline 2: 4 micro-batches (the default, 2 x stages) for a global batch of 2");
+  EXPECT_LOOM_ERROR(
+      scaling::run(c),
+      "--pipeline 2: 4 micro-batches (the default, 2 x stages) for a global batch of 2");
   c = small_pipeline_run();
   c.pipeline_schedule = "zero-bubble";
-  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline-schedule: expected gpipe or 1f1b, got 'zero-bubble'");
+  EXPECT_LOOM_ERROR(scaling::run(c),
+                    "--pipeline-schedule: expected gpipe or 1f1b, got 'zero-bubble'");
 }
 
 TEST(ScalingPipeline, MoreStagesThanGpusIsAnErrorUnlessSkipped) {
@@ -191,13 +224,14 @@ TEST(ScalingPipeline, MoreStagesThanGpusIsAnErrorUnlessSkipped) {
     EXPECT_LOOM_ERROR(scaling::run(c), "this machine has 0 GPUs");
     return;
   }
-  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline " + n + ": " + n + " stages need " + n + " GPUs, this machine has " +
-                                         std::to_string(gpus));
+  EXPECT_LOOM_ERROR(scaling::run(c), "--pipeline " + n + ": " + n + " stages need " + n +
+                                         " GPUs, this machine has " + std::to_string(gpus));
   c.skip_missing = true;
   const scaling::Report report = scaling::run(c);
   ASSERT_EQ(report.pipeline_rows.size(), 1u);
   EXPECT_FALSE(report.pipeline_rows[0].row.ran);
-  EXPECT_NE(report.pipeline_rows[0].row.note.find("not run: needs " + n + " GPUs"), std::string::npos);
+  EXPECT_NE(report.pipeline_rows[0].row.note.find("not run: needs " + n + " GPUs"),
+            std::string::npos);
 }
 
 }  // namespace

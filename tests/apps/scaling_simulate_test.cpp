@@ -324,9 +324,11 @@ TEST(ScalingSimulate, ACapturedRowsExposedTimeLeavesDdpsOwnWorkOut) {
   const scaling::SimReport r = scaling::simulate(c);
   EXPECT_DOUBLE_EQ(r.overlap, 0.75);
   EXPECT_DOUBLE_EQ(*r.measured_exposed_ms, 0.1);
-  EXPECT_NE(r.overlap_source.find("a captured row: exposed = its step - the plain step - w"), std::string::npos)
+  EXPECT_NE(r.overlap_source.find("a captured row: exposed = its step - the plain step - w"),
+            std::string::npos)
       << r.overlap_source;
-  captured["rows"][1]["exposed_comm_ms"] = 0.3;  // less than w: nothing exposed, not a negative stall
+  captured["rows"][1]["exposed_comm_ms"] =
+      0.3;  // less than w: nothing exposed, not a negative stall
   c.run_json_text = captured.dump();
   EXPECT_DOUBLE_EQ(scaling::simulate(c).overlap, 1.0);
 }

@@ -2,12 +2,13 @@
 // whose figures are consistent with each other, zero differing ranks (and a hash that does see
 // different ranks), strong scaling, and the clear errors for GPU counts the machine lacks and
 // bad configurations.
+#include "scaling/scaling.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "scaling/rank_run.h"
-#include "scaling/scaling.h"
 #include "scaling_small_run.h"
 #include "testing.h"
 
@@ -57,10 +58,11 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
   EXPECT_EQ(report.rows[0].note, "timed alternating with the plain model");
   EXPECT_EQ(report.buckets.size(), 1u);  // seed_cnn's 1.6 MB of gradients: one bucket
   const std::string text = scaling::report_text(report);
-  for (const char* part : {"# model seed_cnn (410753 parameters)", "weak scaling, batch 4 per rank",
-                           "CPU thread ranks", "# ranks   global  median_ms   slowest", " plain ", "differ",
-                           "# step mode (--graph auto)", "rows: plain eager, 1 eager, 2 eager",
-                           "rows: plain in_process, 1 in_process, 2 threads", "exp% = exposed / median_ms"}) {
+  for (const char* part :
+       {"# model seed_cnn (410753 parameters)", "weak scaling, batch 4 per rank",
+        "CPU thread ranks", "# ranks   global  median_ms   slowest", " plain ", "differ",
+        "# step mode (--graph auto)", "rows: plain eager, 1 eager, 2 eager",
+        "rows: plain in_process, 1 in_process, 2 threads", "exp% = exposed / median_ms"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
   const nlohmann::json j = nlohmann::json::parse(scaling::report_json(report));
@@ -88,7 +90,8 @@ TEST(Scaling, ChannelsLastRowsRunAndSayTheirLayout) {
     EXPECT_TRUE(r.ran);
     EXPECT_EQ(r.differing_ranks, 0);
   }
-  EXPECT_NE(scaling::report_text(report).find("precision fp32 (the CPU path), channels-last"), std::string::npos)
+  EXPECT_NE(scaling::report_text(report).find("precision fp32 (the CPU path), channels-last"),
+            std::string::npos)
       << scaling::report_text(report);
   EXPECT_EQ(nlohmann::json::parse(scaling::report_json(report)).at("channels_last"), true);
 }
@@ -112,7 +115,8 @@ TEST(Scaling, ThePlainModelAndDdpAlternateInBlocksOfTheSameSteps) {
   c.steps = 7;  // six blocks: one of two steps, five of one
   std::pair<scaling::RankResult, scaling::RankResult> results;
   dist::spawn(1, kCPU, [&](dist::ProcessGroup& g) {
-    results = scaling::run_rank_beside_plain(c, scaling::ImageSource{}, 4, kCPU, g.shared_from_this());
+    results =
+        scaling::run_rank_beside_plain(c, scaling::ImageSource{}, 4, kCPU, g.shared_from_this());
   });
   const auto& [plain, ddp] = results;
   EXPECT_EQ(plain.step_ms.size(), 7u);
@@ -145,7 +149,8 @@ TEST(Scaling, MoreGpusThanTheMachineHasIsAnErrorUnlessSkipped) {
     EXPECT_LOOM_ERROR(scaling::run(c), "built without CUDA");
     return;
   }
-  EXPECT_LOOM_ERROR(scaling::run(c), "--gpus 64: this machine has " + std::to_string(cuda_device_count()));
+  EXPECT_LOOM_ERROR(scaling::run(c),
+                    "--gpus 64: this machine has " + std::to_string(cuda_device_count()));
   if (!cuda_is_available()) return;  // the baseline itself needs a GPU
   c.skip_missing = true;
   const scaling::Report report = scaling::run(c);
@@ -196,7 +201,8 @@ TEST(Scaling, RankResultsRoundTripAndMalformedOnesAreNamed) {
   r.timed_eager_steps = 2;
   r.rank_median_ms = {1.5, 1.75};
   r.ddp_step = dist::DdpStepStats{4, 3, 1, 2};
-  const scaling::RankResult back = scaling::rank_result_from_json(scaling::rank_result_json(r), "r.json");
+  const scaling::RankResult back =
+      scaling::rank_result_from_json(scaling::rank_result_json(r), "r.json");
   EXPECT_EQ(back.step_mode, "graph");
   EXPECT_EQ(back.timed_eager_steps, 2);
   EXPECT_EQ(back.rank_median_ms, r.rank_median_ms);
@@ -213,8 +219,10 @@ TEST(Scaling, RankResultsRoundTripAndMalformedOnesAreNamed) {
   ASSERT_EQ(back.buckets.size(), 1u);
   EXPECT_EQ(back.buckets[0].numel, 20);
   EXPECT_EQ(back.buckets[0].parameters, (std::vector<std::string>{"w", "b"}));
-  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("{\"step_ms\": [1]}", "r.json"), "the rank result r.json");
-  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("not json", "r.json"), "is not what a rank process writes");
+  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("{\"step_ms\": [1]}", "r.json"),
+                    "the rank result r.json");
+  EXPECT_LOOM_ERROR(scaling::rank_result_from_json("not json", "r.json"),
+                    "is not what a rank process writes");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // clear error; and a small generated photo folder (photo_folder.h).
 #pragma once
 
+#include <gtest/gtest.h>
+#include <loom/loom.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <loom/loom.h>
-
 #include "photo_folder.h"
 #include "testing.h"
 
@@ -32,7 +31,9 @@ namespace fs = std::filesystem;
 // $LOOM_CATDOG_BIN.
 inline std::string catdog_binary() {
   if (const char* env = std::getenv("LOOM_CATDOG_BIN")) return env;
-  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "apps" / "catdog" / "loom-catdog").string();
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "apps" / "catdog" /
+          "loom-catdog")
+      .string();
 }
 
 inline std::string read_text(const std::string& path) {
@@ -82,7 +83,9 @@ class Child {
     while (std::chrono::steady_clock::now() < end) {
       const std::string text = read_text(on_stderr ? err_ : out_);
       int found = 0;
-      for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++found;
+      for (size_t pos = text.find(needle); pos != std::string::npos;
+           pos = text.find(needle, pos + 1))
+        ++found;
       if (found >= count) return true;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -108,7 +111,8 @@ class Child {
 
 // Runs loom-catdog to the end (its output kept in out_prefix.out / .err); returns the exit
 // status and stdout + stderr.
-inline std::pair<int, std::string> run_to_end(const std::vector<std::string>& args, const std::string& out_prefix) {
+inline std::pair<int, std::string> run_to_end(const std::vector<std::string>& args,
+                                              const std::string& out_prefix) {
   Child c(args, out_prefix);
   const int status = c.wait();
   return {status, c.out() + c.err()};
@@ -126,15 +130,19 @@ inline void expect_clear_error(const std::vector<std::string>& args, const std::
 // A bad input caught up front: a non-zero exit that is not a signal, within `max_seconds`
 // (before any real work), with every fragment (the file or flag, and the problem) in the
 // output. Returns the output for further checks.
-inline std::string expect_prompt_error(const std::vector<std::string>& args, const std::string& out_prefix,
-                                       const std::vector<std::string>& fragments, double max_seconds = 2.0) {
+inline std::string expect_prompt_error(const std::vector<std::string>& args,
+                                       const std::string& out_prefix,
+                                       const std::vector<std::string>& fragments,
+                                       double max_seconds = 2.0) {
   const auto start = std::chrono::steady_clock::now();
   const auto [status, text] = run_to_end(args, out_prefix);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(status, 0) << text;
   EXPECT_LT(status, 128) << "crashed: " << text;
   EXPECT_LT(seconds, max_seconds * kSlowdown) << text;
-  for (const std::string& f : fragments) EXPECT_NE(text.find(f), std::string::npos) << "no \"" << f << "\" in: " << text;
+  for (const std::string& f : fragments)
+    EXPECT_NE(text.find(f), std::string::npos) << "no \"" << f << "\" in: " << text;
   return text;
 }
 

@@ -20,17 +20,20 @@ class Catdog : public ::testing::Test {
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 12, 6, 1);
     // One trained model for the evaluate and predict tests.
-    Child c({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
-             "--workers", "0", "--out", root_ + "/m.safetensors"}, root_ + "/train");
+    Child c({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device",
+             "cpu", "--workers", "0", "--out", root_ + "/m.safetensors"},
+            root_ + "/train");
     train_status_ = c.wait();
     train_out_ = c.out() + c.err();
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  static std::pair<int, std::string> run(const std::vector<std::string>& args, const std::string& tag) {
+  static std::pair<int, std::string> run(const std::vector<std::string>& args,
+                                         const std::string& tag) {
     return testing::run_to_end(args, root_ + "/" + tag);
   }
-  static void expect_clear_error(const std::vector<std::string>& args, const std::string& fragment) {
+  static void expect_clear_error(const std::vector<std::string>& args,
+                                 const std::string& fragment) {
     testing::expect_clear_error(args, root_ + "/bad", fragment);
   }
 
@@ -44,7 +47,9 @@ std::string Catdog::train_out_;
 
 TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   ASSERT_EQ(train_status_, 0) << train_out_;
-  EXPECT_NE(train_out_.find("24 training and 12 validation images, classes cat dog"), std::string::npos) << train_out_;
+  EXPECT_NE(train_out_.find("24 training and 12 validation images, classes cat dog"),
+            std::string::npos)
+      << train_out_;
   EXPECT_NE(train_out_.find("validation accuracy: "), std::string::npos);
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors"));
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors.ckpt"));
@@ -54,41 +59,49 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   // The chart command works from anywhere: the script and the CSV by absolute path.
   const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
   const std::string script = (source_root / "tools" / "plot_metrics.py").string();
-  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"), std::string::npos)
+  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"),
+            std::string::npos)
       << train_out_;
   // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
   // and predict), Adam, no schedule.
-  EXPECT_NE(train_out_.find("augment torchvision on the CPU, resize bilinear, weight decay 0, lr schedule constant"),
-            std::string::npos) << train_out_;
-  EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation, data::Interpolation::Bilinear);
+  EXPECT_NE(
+      train_out_.find(
+          "augment torchvision on the CPU, resize bilinear, weight decay 0, lr schedule constant"),
+      std::string::npos)
+      << train_out_;
+  EXPECT_EQ(io::load_model(root_ + "/m.safetensors").preprocessing.interpolation,
+            data::Interpolation::Bilinear);
 }
 
 // --tensorboard makes its folder and fills it with an event file; a path that cannot be a folder
 // is refused before any photograph is read.
 TEST_F(Catdog, TensorBoardEventFilesGoIntoAFolderItMakes) {
   const std::string dir = root_ + "/tb/run1";
-  const auto [status, out] = run({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8",
-                                  "--device", "cpu", "--workers", "0", "--out", root_ + "/tb.safetensors",
-                                  "--tensorboard", dir},
-                                 "tensorboard");
+  const auto [status, out] =
+      run({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device",
+           "cpu", "--workers", "0", "--out", root_ + "/tb.safetensors", "--tensorboard", dir},
+          "tensorboard");
   ASSERT_EQ(status, 0) << out;
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    EXPECT_EQ(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u) << entry.path();
+    EXPECT_EQ(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u)
+        << entry.path();
     EXPECT_GT(fs::file_size(entry.path()), 0u);
     ++files;
   }
   EXPECT_EQ(files, 1);
   std::ofstream(root_ + "/not_a_folder") << "x";
-  expect_clear_error({"train", "--data", root_ + "/data", "--epochs", "1", "--device", "cpu", "--out",
-                      root_ + "/tb2.safetensors", "--tensorboard", root_ + "/not_a_folder"},
-                     "--tensorboard");
+  expect_clear_error(
+      {"train", "--data", root_ + "/data", "--epochs", "1", "--device", "cpu", "--out",
+       root_ + "/tb2.safetensors", "--tensorboard", root_ + "/not_a_folder"},
+      "--tensorboard");
 }
 
 TEST_F(Catdog, EvaluatePrintsAccuracyLossAndConfusion) {
   ASSERT_EQ(train_status_, 0);
-  const auto [status, text] = run({"evaluate", "--model", root_ + "/m.safetensors", "--data", root_ + "/data",
-                                   "--device", "cpu"}, "eval");
+  const auto [status, text] = run({"evaluate", "--model", root_ + "/m.safetensors", "--data",
+                                   root_ + "/data", "--device", "cpu"},
+                                  "eval");
   ASSERT_EQ(status, 0) << text;
   EXPECT_NE(text.find("12 images"), std::string::npos) << text;
   EXPECT_NE(text.find("accuracy 0."), std::string::npos) << text;
@@ -104,7 +117,8 @@ TEST_F(Catdog, EvaluatePrintsAccuracyLossAndConfusion) {
 TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
   ASSERT_EQ(train_status_, 0);
   const std::string dog = root_ + "/data/val/dog/0.png", cat = root_ + "/data/val/cat/1.png";
-  const auto [status, text] = run({"predict", "--device", "cpu", "--model", root_ + "/m.safetensors", dog, cat}, "predict");
+  const auto [status, text] =
+      run({"predict", "--device", "cpu", "--model", root_ + "/m.safetensors", dog, cat}, "predict");
   ASSERT_EQ(status, 0) << text;
   std::istringstream lines(text);
   std::string line;
@@ -113,7 +127,8 @@ TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
   while (std::getline(lines, line)) {
     if (count == 2) {  // two images end with the counts per class
       char want[64];
-      std::snprintf(want, sizeof want, "2 images: cat %d, dog %d", per_class["cat"], per_class["dog"]);
+      std::snprintf(want, sizeof want, "2 images: cat %d, dog %d", per_class["cat"],
+                    per_class["dog"]);
       EXPECT_EQ(line, want);
       ++summaries;
       continue;
@@ -129,8 +144,9 @@ TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
   }
   EXPECT_EQ(count, 2);
   EXPECT_EQ(summaries, 1) << text;
-  const auto [js, json_text] = run({"predict", "--json", "--device", "cpu", "--model", root_ + "/m.safetensors",
-                                    "--dump", root_ + "/dump.st", dog}, "json");
+  const auto [js, json_text] = run({"predict", "--json", "--device", "cpu", "--model",
+                                    root_ + "/m.safetensors", "--dump", root_ + "/dump.st", dog},
+                                   "json");
   ASSERT_EQ(js, 0) << json_text;
   const auto j = nlohmann::json::parse(json_text);
   ASSERT_EQ(j.size(), 1u);
@@ -146,7 +162,8 @@ TEST_F(Catdog, PredictPrintsOneLinePerImageAndJson) {
 }
 
 TEST_F(Catdog, BadDataEndsWithAClearMessage) {
-  expect_clear_error({"train", "--data", root_ + "/nowhere", "--device", "cpu"}, "not a usable data folder");
+  expect_clear_error({"train", "--data", root_ + "/nowhere", "--device", "cpu"},
+                     "not a usable data folder");
   // An empty class folder.
   const std::string empty = root_ + "/empty_class";
   testing::make_photo_folder(empty, 2, 2, 3);
@@ -157,7 +174,8 @@ TEST_F(Catdog, BadDataEndsWithAClearMessage) {
   expect_clear_error({"train", "--batch-size", "-3"}, "--batch-size");
   expect_clear_error({"train", "--model", "vgg"}, "--model");
   expect_clear_error({"train", "--data", root_ + "/data", "--device", "tpu"}, "--device");
-  expect_clear_error({"train", "--data", root_ + "/data", "--device", "cpu", "--image-size", "32"}, "--image-size 32");
+  expect_clear_error({"train", "--data", root_ + "/data", "--device", "cpu", "--image-size", "32"},
+                     "--image-size 32");
 }
 
 TEST_F(Catdog, BadModelFilesAndImagesEndWithAClearMessage) {
@@ -175,8 +193,10 @@ TEST_F(Catdog, BadModelFilesAndImagesEndWithAClearMessage) {
   const io::NamedTensors tensors = seed->state_dict();
   io::Preprocessing prep;
   prep.class_names = {"cat", "dog"};
-  io::save_safetensors(root_ + "/other.st", tensors, io::detail::model_metadata(*classic, prep, "model"));
-  expect_clear_error({"evaluate", "--model", root_ + "/other.st", "--data", root_ + "/data"}, "other.st");
+  io::save_safetensors(root_ + "/other.st", tensors,
+                       io::detail::model_metadata(*classic, prep, "model"));
+  expect_clear_error({"evaluate", "--model", root_ + "/other.st", "--data", root_ + "/data"},
+                     "other.st");
   expect_clear_error({"predict", "--model", good, root_ + "/no_such.jpg"}, "no_such.jpg");
   std::ofstream(root_ + "/broken.jpg", std::ios::binary) << "\xff\xd8\xff not really a jpeg";
   expect_clear_error({"predict", "--model", good, root_ + "/broken.jpg"}, "broken.jpg");
@@ -186,19 +206,22 @@ TEST_F(Catdog, BadModelFilesAndImagesEndWithAClearMessage) {
 
 TEST_F(Catdog, ResumeRefusesACheckpointOfAnotherRecipe) {
   ASSERT_EQ(train_status_, 0);
-  expect_clear_error({"train", "--data", root_ + "/data", "--device", "cpu", "--batch-size", "4", "--epochs", "2",
-                      "--out", root_ + "/r.st", "--resume", root_ + "/m.safetensors.ckpt"},
-                     "batch_size = 8, this run has 4");
+  expect_clear_error(
+      {"train", "--data", root_ + "/data", "--device", "cpu", "--batch-size", "4", "--epochs", "2",
+       "--out", root_ + "/r.st", "--resume", root_ + "/m.safetensors.ckpt"},
+      "batch_size = 8, this run has 4");
 }
 
 TEST(CatdogData, FindsBothLayoutsAndExplainsTheLayout) {
-  const fs::path root = fs::temp_directory_path() / ("loom_cd_layout_" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("loom_cd_layout_" + std::to_string(::getpid()));
   fs::create_directories(root / "a" / "train");
   fs::create_directories(root / "a" / "val");
   fs::create_directories(root / "b" / "training_set");
   fs::create_directories(root / "b" / "test_set");
   EXPECT_EQ(vision::split_of((root / "a").string())->val_dir, (root / "a" / "val").string());
-  EXPECT_EQ(vision::split_of((root / "b").string())->train_dir, (root / "b" / "training_set").string());
+  EXPECT_EQ(vision::split_of((root / "b").string())->train_dir,
+            (root / "b" / "training_set").string());
   EXPECT_FALSE(vision::split_of(root.string()).has_value());
   EXPECT_NE(catdog::layout_help().find("DIR/train/<class>"), std::string::npos);
   fs::remove_all(root);

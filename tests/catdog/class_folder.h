@@ -28,7 +28,8 @@ inline void make_class_folder(const std::string& root, const std::vector<std::st
         Tensor img = uniform({16, 16, 3}, 0.0, 150.0, kFloat32, &gen);
         Tensor bright = img.narrow(2, static_cast<int64_t>(c % 3), 1).narrow(0, 0, c < 3 ? 16 : 8);
         bright.copy_(bright + 90.0);
-        data::write_file((dir / (std::to_string(i) + ".png")).string(), data::encode_png(img.to(kUInt8)));
+        data::write_file((dir / (std::to_string(i) + ".png")).string(),
+                         data::encode_png(img.to(kUInt8)));
       }
     }
   }

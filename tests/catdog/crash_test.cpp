@@ -17,8 +17,10 @@ namespace fs = std::filesystem;
 class Crash : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = (fs::temp_directory_path() / ("loom_crash_" + std::to_string(::getpid()) + "_" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())).string();
+    root_ = (fs::temp_directory_path() /
+             ("loom_crash_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+                .string();
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 10, 4, 5);
   }
@@ -26,10 +28,26 @@ class Crash : public ::testing::Test {
 
   // 2 epochs of 5 batches of 4, with dropout-free seed_cnn, Keras augmentation and shuffling.
   std::vector<std::string> args(const std::string& name, bool resume = false) const {
-    std::vector<std::string> a = {"train", "--data", root_ + "/data", "--epochs", "2", "--batch-size", "4",
-                                  "--device", "cpu", "--workers", "1", "--seed", "7", "--print-losses",
-                                  "--checkpoint-every-steps", "2", "--out", root_ + "/" + name + ".st",
-                                  "--checkpoint", root_ + "/run.ckpt"};
+    std::vector<std::string> a = {"train",
+                                  "--data",
+                                  root_ + "/data",
+                                  "--epochs",
+                                  "2",
+                                  "--batch-size",
+                                  "4",
+                                  "--device",
+                                  "cpu",
+                                  "--workers",
+                                  "1",
+                                  "--seed",
+                                  "7",
+                                  "--print-losses",
+                                  "--checkpoint-every-steps",
+                                  "2",
+                                  "--out",
+                                  root_ + "/" + name + ".st",
+                                  "--checkpoint",
+                                  root_ + "/run.ckpt"};
     if (resume) a.insert(a.end(), {"--resume", root_ + "/run.ckpt"});
     return a;
   }
@@ -43,7 +61,8 @@ class Crash : public ::testing::Test {
 
   // Resumes from run.ckpt and checks every step it runs against the uninterrupted losses.
   void resume_and_compare(const std::map<int, std::string>& straight) {
-    const io::Checkpoint ckpt = io::read_checkpoint(root_ + "/run.ckpt");  // the last complete one loads
+    const io::Checkpoint ckpt =
+        io::read_checkpoint(root_ + "/run.ckpt");  // the last complete one loads
     const int from = static_cast<int>(ckpt.state.global_step);
     EXPECT_GT(from, 0);
     Child c(args("resumed", true), root_ + "/resumed");
@@ -54,7 +73,8 @@ class Crash : public ::testing::Test {
       EXPECT_GT(step, from);
       EXPECT_EQ(loss, straight.at(step)) << "step " << step;
     }
-    EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"), testing::read_text(root_ + "/straight.metrics.csv"));
+    EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"),
+              testing::read_text(root_ + "/straight.metrics.csv"));
     // And the same model file: the best epoch's (--save best), found where the killed run wrote
     // it when that epoch came before the kill.
     const io::TensorFile resumed_model = io::load_safetensors(root_ + "/resumed.st"),
@@ -62,7 +82,8 @@ class Crash : public ::testing::Test {
     EXPECT_EQ(resumed_model.metadata, straight_model.metadata);
     ASSERT_EQ(resumed_model.tensors.size(), straight_model.tensors.size());
     for (const auto& [name, tensor] : straight_model.tensors) {
-      EXPECT_EQ(resumed_model.tensors.at(name).to_vector<float>(), tensor.to_vector<float>()) << name;
+      EXPECT_EQ(resumed_model.tensors.at(name).to_vector<float>(), tensor.to_vector<float>())
+          << name;
     }
   }
 

@@ -12,11 +12,13 @@ namespace loom {
 namespace {
 
 TEST(FashionFallback, TrainsASubsetAndSavesAModel) {
-  if (!std::filesystem::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz")) {
+  if (!std::filesystem::exists(std::string(data::kFashionMnistDir) +
+                               "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)";
   }
   const std::string out = (std::filesystem::temp_directory_path() /
-                           ("loom_fallback_" + std::to_string(::getpid()) + ".st")).string();
+                           ("loom_fallback_" + std::to_string(::getpid()) + ".st"))
+                              .string();
   catdog::TrainArgs args;
   args.epochs = 1;
   args.limit = 512;
@@ -35,11 +37,13 @@ TEST(FashionFallback, TrainsASubsetAndSavesAModel) {
 }
 
 TEST(FashionFallback, TrainsOnTwoThreadRanks) {
-  if (!std::filesystem::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz")) {
+  if (!std::filesystem::exists(std::string(data::kFashionMnistDir) +
+                               "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)";
   }
   const std::string out = (std::filesystem::temp_directory_path() /
-                           ("loom_fallback_ranks_" + std::to_string(::getpid()) + ".st")).string();
+                           ("loom_fallback_ranks_" + std::to_string(::getpid()) + ".st"))
+                              .string();
   catdog::TrainArgs args;
   args.epochs = 1;
   args.limit = 512;
@@ -51,7 +55,9 @@ TEST(FashionFallback, TrainsOnTwoThreadRanks) {
   ::testing::internal::CaptureStdout();
   ASSERT_EQ(catdog::train_fashion_fallback(args), 0);
   const std::string text = ::testing::internal::GetCapturedStdout();
-  EXPECT_NE(text.find("world size 2 (threads, threads), batch 32 per rank, 64 global"), std::string::npos) << text;
+  EXPECT_NE(text.find("world size 2 (threads, threads), batch 32 per rank, 64 global"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("Fashion-MNIST test accuracy: 0."), std::string::npos) << text;
   EXPECT_EQ(io::load_model(out).preprocessing.class_names.size(), 10u);
   std::filesystem::remove(out);

@@ -23,21 +23,23 @@ namespace fs = std::filesystem;
 class Hostile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_hostile_" + std::to_string(::getpid()))).string();
+    root_ = (fs::temp_directory_path() / ("loom_catdog_hostile_" + std::to_string(::getpid())))
+                .string();
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 4, 2, 9);
     fs::create_directories(root_ + "/run");
-    const auto [status, text] = testing::run_to_end(
-        {"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "4", "--device", "cpu", "--workers",
-         "0", "--out", root_ + "/m.st"}, root_ + "/train");
+    const auto [status, text] =
+        testing::run_to_end({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size",
+                             "4", "--device", "cpu", "--workers", "0", "--out", root_ + "/m.st"},
+                            root_ + "/train");
     train_status_ = status;
     train_out_ = text;
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
   static std::vector<std::string> train_args() {
-    return {"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "4", "--device", "cpu",
-            "--workers", "0", "--out", root_ + "/run/m.st"};
+    return {"train",    "--data", root_ + "/data", "--epochs", "1",     "--batch-size",     "4",
+            "--device", "cpu",    "--workers",     "0",        "--out", root_ + "/run/m.st"};
   }
   // `args` with `flag` set to `value` (replaced, or added: CLI11 takes a flag once).
   static std::vector<std::string> with_flag(std::vector<std::string> args, const std::string& flag,
@@ -63,7 +65,8 @@ class Hostile : public ::testing::Test {
     EXPECT_EQ(text.find("loom-catdog: data "), std::string::npos) << text;
     std::istringstream lines(text);
     int count = 0;
-    for (std::string line; std::getline(lines, line);) count += !line.empty() && line.rfind("Run with --help", 0) != 0;
+    for (std::string line; std::getline(lines, line);)
+      count += !line.empty() && line.rfind("Run with --help", 0) != 0;
     EXPECT_EQ(count, 1) << text;
   }
   // A copy of the photo folder under `name`.
@@ -73,7 +76,9 @@ class Hostile : public ::testing::Test {
     fs::copy(root_ + "/data", dir, fs::copy_options::recursive);
     return dir;
   }
-  static void write_garbage(const std::string& path) { std::ofstream(path, std::ios::binary) << "not an image"; }
+  static void write_garbage(const std::string& path) {
+    std::ofstream(path, std::ios::binary) << "not an image";
+  }
   static std::set<std::string> names_in(const std::string& dir) {
     std::set<std::string> names;
     for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
@@ -92,15 +97,18 @@ TEST_F(Hostile, StrictRefusesAnUnreadableImageInTrainAndEvaluate) {
   ASSERT_EQ(train_status_, 0) << train_out_;
   const std::string dir = data_copy("one_bad");
   write_garbage(dir + "/train/dog/bad.png");
-  write_garbage(dir + "/val/cat/+first.jpg");  // first in its class folder (bad.png comes last in its)
+  write_garbage(dir +
+                "/val/cat/+first.jpg");  // first in its class folder (bad.png comes last in its)
   std::vector<std::string> strict = with_flag(train_args(), "--data", dir);
   strict.push_back("--strict");
   expect_prompt_error(strict, {dir + "/train/dog/bad.png", "--strict"});
-  expect_prompt_error({"evaluate", "--model", root_ + "/m.st", "--data", dir, "--device", "cpu", "--strict"},
-                      {dir + "/val/cat/+first.jpg", "--strict"});
+  expect_prompt_error(
+      {"evaluate", "--model", root_ + "/m.st", "--data", dir, "--device", "cpu", "--strict"},
+      {dir + "/val/cat/+first.jpg", "--strict"});
   // Without --strict the photograph is left out with a warning naming it.
-  const auto [status, text] = testing::run_to_end({"evaluate", "--model", root_ + "/m.st", "--data", dir,
-                                                   "--device", "cpu"}, root_ + "/lenient");
+  const auto [status, text] = testing::run_to_end(
+      {"evaluate", "--model", root_ + "/m.st", "--data", dir, "--device", "cpu"},
+      root_ + "/lenient");
   EXPECT_EQ(status, 0) << text;
   EXPECT_NE(text.find("+first.jpg"), std::string::npos) << text;
   EXPECT_NE(text.find("4 images"), std::string::npos) << text;
@@ -127,17 +135,20 @@ TEST_F(Hostile, AClassWithoutOneDecodableImageIsAnError) {
 TEST_F(Hostile, NonFiniteOutputsAreAnErrorInPredictAndEvaluate) {
   ASSERT_EQ(train_status_, 0) << train_out_;
   io::TensorFile file = io::load_safetensors(root_ + "/m.st");
-  for (const auto& [name, t] : file.tensors) Tensor(t).fill_(std::nan(""));  // the handle shares the storage
+  for (const auto& [name, t] : file.tensors)
+    Tensor(t).fill_(std::nan(""));  // the handle shares the storage
   const std::string nan_model = root_ + "/nan.st", image = root_ + "/data/val/dog/1.png";
   io::save_safetensors(nan_model, file.tensors, file.metadata);
-  const std::string text = expect_prompt_error({"predict", "--device", "cpu", "--model", nan_model, image},
-                                               {nan_model, image, "non-finite"});
+  const std::string text =
+      expect_prompt_error({"predict", "--device", "cpu", "--model", nan_model, image},
+                          {nan_model, image, "non-finite"});
   EXPECT_EQ(text.find("dog "), std::string::npos) << text;
   EXPECT_EQ(text.find("cat "), std::string::npos) << text;
   expect_prompt_error({"predict", "--json", "--device", "cpu", "--model", nan_model, image},
                       {nan_model, image, "non-finite"});
-  expect_prompt_error({"evaluate", "--device", "cpu", "--model", nan_model, "--data", root_ + "/data"},
-                      {nan_model, root_ + "/data/val/", "non-finite"});
+  expect_prompt_error(
+      {"evaluate", "--device", "cpu", "--model", nan_model, "--data", root_ + "/data"},
+      {nan_model, root_ + "/data/val/", "non-finite"});
 }
 
 TEST_F(Hostile, BadOutputPathsAreRefusedBeforeTheDataIsRead) {
@@ -147,12 +158,16 @@ TEST_F(Hostile, BadOutputPathsAreRefusedBeforeTheDataIsRead) {
     SCOPED_TRACE(flag);
     expect_refused_before_data(with_flag(train_args(), flag, root_ + "/no_such/x"),
                                {flag, root_ + "/no_such", "does not exist"});
-    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run"), {flag, root_ + "/run", "is a folder"});
-    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run/"), {flag, "is a folder"});
-    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/m.st/x"), {flag, root_ + "/m.st", "not a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run"),
+                               {flag, root_ + "/run", "is a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/run/"),
+                               {flag, "is a folder"});
+    expect_refused_before_data(with_flag(train_args(), flag, root_ + "/m.st/x"),
+                               {flag, root_ + "/m.st", "not a folder"});
     expect_refused_before_data(with_flag(train_args(), flag, ""), {flag, "empty"});
     // Replacing a FIFO (or a device, as root) with a regular file would damage it.
-    expect_refused_before_data(with_flag(train_args(), flag, fifo), {flag, fifo, "not a regular file"});
+    expect_refused_before_data(with_flag(train_args(), flag, fifo),
+                               {flag, fifo, "not a regular file"});
   }
   struct stat st {};
   ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
@@ -161,17 +176,20 @@ TEST_F(Hostile, BadOutputPathsAreRefusedBeforeTheDataIsRead) {
   fs::create_directories(root_ + "/run/log.jsonl");
   expect_refused_before_data(with_flag(train_args(), "--metrics", root_ + "/run/log.csv"),
                              {"--metrics", root_ + "/run/log.jsonl", "is a folder"});
-  const std::string text = expect_prompt_error({"predict", "--device", "cpu", "--model", root_ + "/m.st", "--dump",
-                                                root_ + "/no_such/d.st", root_ + "/data/val/dog/1.png"},
-                                               {"--dump", root_ + "/no_such", "does not exist"});
-  EXPECT_EQ(text.find("1.png\n"), std::string::npos) << "predicted before checking --dump: " << text;
+  const std::string text =
+      expect_prompt_error({"predict", "--device", "cpu", "--model", root_ + "/m.st", "--dump",
+                           root_ + "/no_such/d.st", root_ + "/data/val/dog/1.png"},
+                          {"--dump", root_ + "/no_such", "does not exist"});
+  EXPECT_EQ(text.find("1.png\n"), std::string::npos)
+      << "predicted before checking --dump: " << text;
 }
 
 TEST_F(Hostile, AnUnwritableFolderIsRefusedBeforeTheDataIsRead) {
   // root writes into a folder of mode 0555 regardless; sysfs refuses new files even to root.
   std::string folder = root_ + "/read_only";
   if (::geteuid() == 0) {
-    if (!fs::is_directory("/sys")) GTEST_SKIP() << "running as root and /sys is absent: no folder root cannot write in";
+    if (!fs::is_directory("/sys"))
+      GTEST_SKIP() << "running as root and /sys is absent: no folder root cannot write in";
     folder = "/sys";
   } else {
     fs::create_directories(folder);
@@ -179,7 +197,8 @@ TEST_F(Hostile, AnUnwritableFolderIsRefusedBeforeTheDataIsRead) {
   }
   for (const std::string flag : {"--out", "--checkpoint", "--metrics"}) {
     SCOPED_TRACE(flag);
-    expect_refused_before_data(with_flag(train_args(), flag, folder + "/loom_catdog_x"), {flag, folder, "cannot create"});
+    expect_refused_before_data(with_flag(train_args(), flag, folder + "/loom_catdog_x"),
+                               {flag, folder, "cannot create"});
   }
   if (folder != "/sys") fs::permissions(folder, fs::perms::owner_all);
 }
@@ -192,10 +211,13 @@ TEST_F(Hostile, AFailedRunDamagesNoExistingFile) {
   const std::set<std::string> before = names_in(dir);
   const std::vector<std::string> args = with_flag(train_args(), "--out", dir + "/m.st");
   // --out's probe (beside it, in its folder) succeeds, then --metrics fails.
-  expect_refused_before_data(with_flag(args, "--metrics", root_ + "/no_such/m.csv"), {"--metrics", "does not exist"});
+  expect_refused_before_data(with_flag(args, "--metrics", root_ + "/no_such/m.csv"),
+                             {"--metrics", "does not exist"});
   // One file for two outputs: the model would overwrite the checkpoint (or the log) at the end.
-  expect_refused_before_data(with_flag(args, "--checkpoint", dir + "/m.st"), {"--checkpoint", "--out", dir + "/m.st"});
-  expect_refused_before_data(with_flag(args, "--metrics", dir + "/m.st.ckpt"), {"--metrics", "--checkpoint"});
+  expect_refused_before_data(with_flag(args, "--checkpoint", dir + "/m.st"),
+                             {"--checkpoint", "--out", dir + "/m.st"});
+  expect_refused_before_data(with_flag(args, "--metrics", dir + "/m.st.ckpt"),
+                             {"--metrics", "--checkpoint"});
   EXPECT_EQ(names_in(dir), before);  // no probe left behind
   EXPECT_EQ(testing::read_text(dir + "/m.st"), "the previous model");
   EXPECT_EQ(testing::read_text(dir + "/m.st.ckpt"), "the previous checkpoint");
@@ -249,7 +271,8 @@ TEST_F(Hostile, NonFiniteNumbersAreRefusedByTheFlagParser) {
   for (const std::string flag : {"--lr", "--weight-decay"}) {
     for (const std::string value : {"nan", "NaN", "inf", "1e999"}) {
       SCOPED_TRACE(flag + " " + value);
-      expect_refused_before_data(with_flag(train_args(), flag, value), {flag, value, "not a finite number"});
+      expect_refused_before_data(with_flag(train_args(), flag, value),
+                                 {flag, value, "not a finite number"});
     }
   }
 }
@@ -278,12 +301,14 @@ TEST_F(Hostile, LibraryCallersGetTheSameChecks) {
 // A model file's preprocessing sets the size every image is decoded to: a huge one must not cost
 // the memory of a whole folder at that size, nor of a batch of them.
 TEST(HostileInputSize, AFolderTooLargeAtTheModelsInputSizeIsRefusedBeforeDecoding) {
-  const fs::path dir = fs::temp_directory_path() / ("loom_catdog_input_size_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("loom_catdog_input_size_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   const std::vector<uint8_t> tiny = data::encode_png(full({4, 4, 3}, 90.0, TensorOptions(kUInt8)));
   for (const char* label : {"cat", "dog"}) {
     fs::create_directories(dir / label);
-    for (int i = 0; i < 180; ++i) data::write_file((dir / label / (std::to_string(i) + ".png")).string(), tiny);
+    for (int i = 0; i < 180; ++i)
+      data::write_file((dir / label / (std::to_string(i) + ".png")).string(), tiny);
   }
   io::Preprocessing huge;
   huge.height = huge.width = 4096;  // 360 images x 48 MiB: 17 GiB decoded
@@ -293,7 +318,8 @@ TEST(HostileInputSize, AFolderTooLargeAtTheModelsInputSizeIsRefusedBeforeDecodin
   io::Preprocessing normal;
   normal.height = normal.width = 64;
   EXPECT_EQ(vision::load_image_set(dir.string(), normal, 1).images->size(), 360);
-  EXPECT_EQ(catdog::eval_loader_options(normal, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 64);
+  EXPECT_EQ(catdog::eval_loader_options(normal, 64, kCPU, 0, data::OnBadInput::Skip).batch_size,
+            64);
   EXPECT_EQ(catdog::eval_loader_options(huge, 64, kCPU, 0, data::OnBadInput::Skip).batch_size, 1)
       << "a batch of 4096x4096 images is 192 MiB each";
   fs::remove_all(dir);

@@ -13,8 +13,9 @@ namespace fs = std::filesystem;
 class CatdogImport : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_import_" + std::to_string(::getpid()) + "_" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    root_ = (fs::temp_directory_path() /
+             ("loom_catdog_import_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                 .string();
     fs::remove_all(root_);
     fs::create_directories(root_);
@@ -27,9 +28,10 @@ TEST_F(CatdogImport, ABareStateDictBecomesAModelFileWithTheSameWeights) {
   Generator gen(4);
   auto seed = nn::seed_cnn(nn::Init::PyTorch, &gen);
   io::save_safetensors(root_ + "/w.safetensors", seed->state_dict());
-  const auto [status, out] = testing::run_to_end({"import", "--model", "seed_cnn", "--weights", root_ + "/w.safetensors",
-                                                  "--out", root_ + "/m.st", "--classes", "cat,dog"},
-                                                 root_ + "/import");
+  const auto [status, out] =
+      testing::run_to_end({"import", "--model", "seed_cnn", "--weights", root_ + "/w.safetensors",
+                           "--out", root_ + "/m.st", "--classes", "cat,dog"},
+                          root_ + "/import");
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("imported"), std::string::npos) << out;
   const io::LoadedModel loaded = io::load_model(root_ + "/m.st");
@@ -44,15 +46,18 @@ TEST_F(CatdogImport, ABareStateDictBecomesAModelFileWithTheSameWeights) {
 
 TEST_F(CatdogImport, WhatDoesNotFitIsRefusedNamingIt) {
   Generator gen(5);
-  io::save_safetensors(root_ + "/classic.safetensors", nn::classic_cnn(nn::Init::PyTorch, &gen)->state_dict());
-  testing::expect_prompt_error({"import", "--model", "seed_cnn", "--weights", root_ + "/classic.safetensors",
-                                "--out", root_ + "/m.st"},
+  io::save_safetensors(root_ + "/classic.safetensors",
+                       nn::classic_cnn(nn::Init::PyTorch, &gen)->state_dict());
+  testing::expect_prompt_error({"import", "--model", "seed_cnn", "--weights",
+                                root_ + "/classic.safetensors", "--out", root_ + "/m.st"},
                                root_ + "/wrong", {"not a seed_cnn's", "3.weight"});
   EXPECT_FALSE(fs::exists(root_ + "/m.st"));
-  testing::expect_prompt_error({"import", "--model", "resnet18", "--weights", root_ + "/classic.safetensors"},
-                               root_ + "/resnet", {"--model", "resnet18"});
-  testing::expect_prompt_error({"import", "--weights", root_ + "/missing.safetensors", "--out", root_ + "/m.st"},
-                               root_ + "/missing", {root_ + "/missing.safetensors"});
+  testing::expect_prompt_error(
+      {"import", "--model", "resnet18", "--weights", root_ + "/classic.safetensors"},
+      root_ + "/resnet", {"--model", "resnet18"});
+  testing::expect_prompt_error(
+      {"import", "--weights", root_ + "/missing.safetensors", "--out", root_ + "/m.st"},
+      root_ + "/missing", {root_ + "/missing.safetensors"});
 }
 
 }  // namespace

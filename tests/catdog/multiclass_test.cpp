@@ -3,9 +3,8 @@
 // report the three classes, --top-k lists them sorted with probabilities summing to 1, and the
 // bad inputs (train and val of other classes, a --top-k out of range, a resume onto other
 // classes) end with one clear message.
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "app_runner.h"
@@ -42,20 +41,24 @@ const char* const GOLDEN_JSON = R"([
 class Multiclass : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_multiclass_" + std::to_string(::getpid()))).string();
+    root_ = (fs::temp_directory_path() / ("loom_catdog_multiclass_" + std::to_string(::getpid())))
+                .string();
     fs::remove_all(root_);
     testing::make_class_folder(root_ + "/data", kClasses, 16, 8, 7);
-    Child c({"train", "--data", root_ + "/data", "--epochs", "3", "--batch-size", "8", "--device", "cpu",
-             "--workers", "0", "--out", root_ + "/m3.st"}, root_ + "/train");
+    Child c({"train", "--data", root_ + "/data", "--epochs", "3", "--batch-size", "8", "--device",
+             "cpu", "--workers", "0", "--out", root_ + "/m3.st"},
+            root_ + "/train");
     train_status_ = c.wait();
     train_out_ = c.out() + c.err();
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  static std::pair<int, std::string> run(const std::vector<std::string>& args, const std::string& tag) {
+  static std::pair<int, std::string> run(const std::vector<std::string>& args,
+                                         const std::string& tag) {
     return testing::run_to_end(args, root_ + "/" + tag);
   }
-  static std::string prompt_error(const std::vector<std::string>& args, const std::vector<std::string>& fragments,
+  static std::string prompt_error(const std::vector<std::string>& args,
+                                  const std::vector<std::string>& fragments,
                                   double max_seconds = 5.0) {
     return testing::expect_prompt_error(args, root_ + "/bad", fragments, max_seconds);
   }
@@ -74,7 +77,8 @@ double number_after(const std::string& text, const std::string& label) {
 
 TEST_F(Multiclass, ThreeClassFoldersTrainASoftmaxHeadThatBeatsChance) {
   ASSERT_EQ(train_status_, 0) << train_out_;
-  EXPECT_NE(train_out_.find("48 training and 24 validation images, classes bird cat dog"), std::string::npos)
+  EXPECT_NE(train_out_.find("48 training and 24 validation images, classes bird cat dog"),
+            std::string::npos)
       << train_out_;
   // Chance is 1/3; the colours tell the classes apart within three epochs.
   const double accuracy = number_after(train_out_, "validation accuracy: ");
@@ -90,8 +94,9 @@ TEST_F(Multiclass, ThreeClassFoldersTrainASoftmaxHeadThatBeatsChance) {
 
 TEST_F(Multiclass, EvaluateReportsTheThreeByThreeMatrixAndEachClass) {
   ASSERT_EQ(train_status_, 0) << train_out_;
-  const auto [status, text] = run({"evaluate", "--model", root_ + "/m3.st", "--data", root_ + "/data",
-                                   "--device", "cpu", "--workers", "0"}, "eval");
+  const auto [status, text] = run({"evaluate", "--model", root_ + "/m3.st", "--data",
+                                   root_ + "/data", "--device", "cpu", "--workers", "0"},
+                                  "eval");
   ASSERT_EQ(status, 0) << text;
   EXPECT_NE(text.find("24 images"), std::string::npos) << text;
   // Each class's row of the matrix holds its 8 images.
@@ -130,8 +135,9 @@ TEST_F(Multiclass, EvaluateReportsTheThreeByThreeMatrixAndEachClass) {
     EXPECT_GE(f1, 0.0) << line;
     EXPECT_EQ(support, 8) << line;
   }
-  const auto [js, json_text] = run({"evaluate", "--json", "--model", root_ + "/m3.st", "--data", root_ + "/data",
-                                    "--device", "cpu", "--workers", "0"}, "eval_json");
+  const auto [js, json_text] = run({"evaluate", "--json", "--model", root_ + "/m3.st", "--data",
+                                    root_ + "/data", "--device", "cpu", "--workers", "0"},
+                                   "eval_json");
   ASSERT_EQ(js, 0) << json_text;
   const auto j = nlohmann::json::parse(json_text);
   EXPECT_EQ(j["classes"], nlohmann::json(kClasses));
@@ -147,8 +153,8 @@ TEST_F(Multiclass, EvaluateReportsTheThreeByThreeMatrixAndEachClass) {
 
 TEST_F(Multiclass, PredictPrintsTheMostProbableClassAndTheCountsPerClass) {
   ASSERT_EQ(train_status_, 0) << train_out_;
-  const auto [status, text] = run({"predict", "--device", "cpu", "--model", root_ + "/m3.st", root_ + "/data/val"},
-                                  "predict");
+  const auto [status, text] = run(
+      {"predict", "--device", "cpu", "--model", root_ + "/m3.st", root_ + "/data/val"}, "predict");
   ASSERT_EQ(status, 0) << text;
   std::istringstream lines(text);
   std::string line;
@@ -166,8 +172,8 @@ TEST_F(Multiclass, PredictPrintsTheMostProbableClassAndTheCountsPerClass) {
   }
   EXPECT_EQ(images, 24) << text;
   char want[128];
-  std::snprintf(want, sizeof want, "24 images: bird %d, cat %d, dog %d", per_class["bird"], per_class["cat"],
-                per_class["dog"]);
+  std::snprintf(want, sizeof want, "24 images: bird %d, cat %d, dog %d", per_class["bird"],
+                per_class["cat"], per_class["dog"]);
   EXPECT_EQ(line, want) << text;
 }
 
@@ -176,8 +182,10 @@ TEST_F(Multiclass, PredictPrintsTheMostProbableClassAndTheCountsPerClass) {
 TEST_F(Multiclass, TopKListsTheMostProbableClassesInOrder) {
   ASSERT_EQ(train_status_, 0) << train_out_;
   const std::string image = root_ + "/data/val/cat/0.png";
-  const auto [js, json_text] = run({"predict", "--json", "--top-k", "3", "--device", "cpu", "--model",
-                                    root_ + "/m3.st", image, root_ + "/data/val/dog/1.png"}, "topk_json");
+  const auto [js, json_text] =
+      run({"predict", "--json", "--top-k", "3", "--device", "cpu", "--model", root_ + "/m3.st",
+           image, root_ + "/data/val/dog/1.png"},
+          "topk_json");
   ASSERT_EQ(js, 0) << json_text;
   const auto j = nlohmann::json::parse(json_text);
   ASSERT_EQ(j.size(), 2u);
@@ -193,7 +201,8 @@ TEST_F(Multiclass, TopKListsTheMostProbableClassesInOrder) {
       if (i > 0) EXPECT_LE(p, top[i - 1]["probability"].get<double>()) << result;
       // The probability is the model's output for that class.
       const std::string name = top[i]["class"].get<std::string>();
-      const size_t c = static_cast<size_t>(std::find(kClasses.begin(), kClasses.end(), name) - kClasses.begin());
+      const size_t c =
+          static_cast<size_t>(std::find(kClasses.begin(), kClasses.end(), name) - kClasses.begin());
       ASSERT_LT(c, 3u) << name;
       EXPECT_EQ(p, result["outputs"][c].get<double>()) << result;
       seen.push_back(name);
@@ -204,12 +213,13 @@ TEST_F(Multiclass, TopKListsTheMostProbableClassesInOrder) {
     EXPECT_EQ(seen, kClasses) << result;
   }
   // The text: "cat 0.71, dog 0.20  PATH", the same classes and probabilities to 0.01.
-  const auto [status, text] = run({"predict", "--top-k", "2", "--device", "cpu", "--model", root_ + "/m3.st", image},
-                                  "topk");
+  const auto [status, text] = run(
+      {"predict", "--top-k", "2", "--device", "cpu", "--model", root_ + "/m3.st", image}, "topk");
   ASSERT_EQ(status, 0) << text;
   char first[16], second[16], path[512];
   double p1 = 0, p2 = 0;
-  ASSERT_EQ(std::sscanf(text.c_str(), "%15s %lf, %15s %lf %511s", first, &p1, second, &p2, path), 5) << text;
+  ASSERT_EQ(std::sscanf(text.c_str(), "%15s %lf, %15s %lf %511s", first, &p1, second, &p2, path), 5)
+      << text;
   const auto& top = j[0]["top_k"];
   EXPECT_EQ(first, top[0]["class"].get<std::string>()) << text;
   EXPECT_EQ(second, top[1]["class"].get<std::string>()) << text;
@@ -217,9 +227,10 @@ TEST_F(Multiclass, TopKListsTheMostProbableClassesInOrder) {
   EXPECT_NEAR(p2, top[1]["probability"].get<double>(), 0.005) << text;
   EXPECT_EQ(path, image);
   // --top-k 1 is the plain line.
-  const auto [one_status, one] = run({"predict", "--top-k", "1", "--device", "cpu", "--model", root_ + "/m3.st", image},
-                                     "top1");
-  const auto [plain_status, plain] = run({"predict", "--device", "cpu", "--model", root_ + "/m3.st", image}, "plain");
+  const auto [one_status, one] = run(
+      {"predict", "--top-k", "1", "--device", "cpu", "--model", root_ + "/m3.st", image}, "top1");
+  const auto [plain_status, plain] =
+      run({"predict", "--device", "cpu", "--model", root_ + "/m3.st", image}, "plain");
   EXPECT_EQ(one_status, 0);
   EXPECT_EQ(one, plain);
 }
@@ -238,22 +249,23 @@ TEST_F(Multiclass, TrainAndValOfOtherClassesEndWithBothLists) {
   const std::string data = root_ + "/mismatch";
   testing::make_class_folder(data, kClasses, 2, 2, 9);
   fs::remove_all(data + "/val/dog");
-  prompt_error({"train", "--data", data, "--epochs", "1", "--device", "cpu", "--workers", "0", "--out",
-                root_ + "/never.st"},
+  prompt_error({"train", "--data", data, "--epochs", "1", "--device", "cpu", "--workers", "0",
+                "--out", root_ + "/never.st"},
                {"hold different class folders: [bird, cat, dog] and [bird, cat]"}, 20.0);
   EXPECT_FALSE(fs::exists(root_ + "/never.st"));
   // One class folder only.
   const std::string one = root_ + "/one_class";
   testing::make_class_folder(one, {"cat"}, 2, 2, 9);
-  prompt_error({"train", "--data", one, "--epochs", "1", "--device", "cpu", "--workers", "0", "--out",
-                root_ + "/never.st"},
+  prompt_error({"train", "--data", one, "--epochs", "1", "--device", "cpu", "--workers", "0",
+                "--out", root_ + "/never.st"},
                {"training needs at least 2 class folders, found [cat]"}, 20.0);
   // A class folder with no image that decodes is an error naming it, as for two classes.
   const std::string broken = root_ + "/broken_class";
   testing::make_class_folder(broken, kClasses, 2, 2, 9);
-  for (const auto& f : fs::directory_iterator(broken + "/train/bird")) std::ofstream(f.path()) << "not a png";
-  prompt_error({"train", "--data", broken, "--epochs", "1", "--device", "cpu", "--workers", "0", "--out",
-                root_ + "/never.st"},
+  for (const auto& f : fs::directory_iterator(broken + "/train/bird"))
+    std::ofstream(f.path()) << "not a png";
+  prompt_error({"train", "--data", broken, "--epochs", "1", "--device", "cpu", "--workers", "0",
+                "--out", root_ + "/never.st"},
                {"train/bird"}, 20.0);
 }
 
@@ -263,11 +275,13 @@ TEST_F(Multiclass, OtherClassesThanTheModelsAreRefused) {
   ASSERT_EQ(train_status_, 0) << train_out_;
   const std::string two = root_ + "/two";
   testing::make_photo_folder(two, 4, 2, 3);
-  prompt_error({"evaluate", "--model", root_ + "/m3.st", "--data", two, "--device", "cpu", "--workers", "0"},
-               {"[cat, dog] do not match the classes the model", "m3.st", "[bird, cat, dog]"}, 20.0);
-  prompt_error({"train", "--data", two, "--epochs", "4", "--batch-size", "8", "--device", "cpu", "--workers", "0",
-                "--out", root_ + "/resumed.st", "--resume", root_ + "/m3.st.ckpt"},
-               {"--resume", "trained on the classes [bird, cat, dog]", "holds [cat, dog]"}, 20.0);
+  prompt_error(
+      {"evaluate", "--model", root_ + "/m3.st", "--data", two, "--device", "cpu", "--workers", "0"},
+      {"[cat, dog] do not match the classes the model", "m3.st", "[bird, cat, dog]"}, 20.0);
+  prompt_error(
+      {"train", "--data", two, "--epochs", "4", "--batch-size", "8", "--device", "cpu", "--workers",
+       "0", "--out", root_ + "/resumed.st", "--resume", root_ + "/m3.st.ckpt"},
+      {"--resume", "trained on the classes [bird, cat, dog]", "holds [cat, dog]"}, 20.0);
 }
 
 // A model file whose outputs do not fit its classes (one logit, three class names) is refused
@@ -278,16 +292,20 @@ TEST_F(Multiclass, AModelWhoseOutputsDoNotFitItsClassesIsRefused) {
   io::Preprocessing prep;
   prep.class_names = kClasses;
   io::save_model(root_ + "/misfit.st", *model, prep);
-  testing::expect_clear_error({"evaluate", "--model", root_ + "/misfit.st", "--data", root_ + "/data",
-                               "--device", "cpu", "--workers", "0"},
-                              root_ + "/bad", "misfit.st: the model outputs [24, 1] for a batch of 24, but its 3 classes need [N, 3]");
+  testing::expect_clear_error(
+      {"evaluate", "--model", root_ + "/misfit.st", "--data", root_ + "/data", "--device", "cpu",
+       "--workers", "0"},
+      root_ + "/bad",
+      "misfit.st: the model outputs [24, 1] for a batch of 24, but its 3 classes need [N, 3]");
   testing::expect_clear_error({"predict", "--model", root_ + "/misfit.st", "--device", "cpu",
                                root_ + "/data/val/cat/0.png"},
-                              root_ + "/bad", "misfit.st: a one-output model needs 2 class names, it has 3");
+                              root_ + "/bad",
+                              "misfit.st: a one-output model needs 2 class names, it has 3");
   prep.class_names = {"cat"};
   io::save_model(root_ + "/one.st", *model, prep);
-  prompt_error({"predict", "--model", root_ + "/one.st", "--device", "cpu", root_ + "/data/val/cat/0.png"},
-               {"one.st: its preprocessing names 1 class ([cat]); a model needs at least 2"});
+  prompt_error(
+      {"predict", "--model", root_ + "/one.st", "--device", "cpu", root_ + "/data/val/cat/0.png"},
+      {"one.st: its preprocessing names 1 class ([cat]); a model needs at least 2"});
 }
 
 // A two-class model file keeps the seed's head and rule (p = the second class's probability,
@@ -296,7 +314,8 @@ TEST_F(Multiclass, AModelWhoseOutputsDoNotFitItsClassesIsRefused) {
 // is made here, from seed_cnn's Keras initialisation with generator 17 (its head's weights
 // scaled, its bias set); the images are make_photo_folder's with seed 21.
 TEST(TwoClassModelFile, PredictsAsBeforeAndItsTopKIsBothClasses) {
-  const fs::path dir = fs::temp_directory_path() / ("loom_catdog_two_class_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("loom_catdog_two_class_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   testing::make_photo_folder((dir / "data").string(), 0, 3, 21);
   Generator gen(17);
@@ -317,12 +336,12 @@ TEST(TwoClassModelFile, PredictsAsBeforeAndItsTopKIsBothClasses) {
       text.replace(at, dir.string().size(), "DIR");
     return text;
   };
-  const auto [status, text] = testing::run_to_end({"predict", "--device", "cpu", "--model", file, val},
-                                                  (dir / "predict").string());
+  const auto [status, text] = testing::run_to_end(
+      {"predict", "--device", "cpu", "--model", file, val}, (dir / "predict").string());
   ASSERT_EQ(status, 0) << text;
   EXPECT_EQ(shown(text), GOLDEN_TEXT);
-  const auto [js, json_text] = testing::run_to_end({"predict", "--json", "--device", "cpu", "--model", file, val},
-                                                   (dir / "json").string());
+  const auto [js, json_text] = testing::run_to_end(
+      {"predict", "--json", "--device", "cpu", "--model", file, val}, (dir / "json").string());
   ASSERT_EQ(js, 0) << json_text;
   const auto j = nlohmann::json::parse(json_text);
   const nlohmann::json before = nlohmann::json::parse(GOLDEN_JSON);
@@ -330,14 +349,17 @@ TEST(TwoClassModelFile, PredictsAsBeforeAndItsTopKIsBothClasses) {
   for (size_t i = 0; i < j.size(); ++i) {
     EXPECT_EQ(shown(j[i]["image"].get<std::string>()), before[i]["image"].get<std::string>());
     EXPECT_EQ(j[i]["class"], before[i]["class"]) << json_text;
-    EXPECT_NEAR(j[i]["probability"].get<double>(), before[i]["probability"].get<double>(), 1e-6) << json_text;
+    EXPECT_NEAR(j[i]["probability"].get<double>(), before[i]["probability"].get<double>(), 1e-6)
+        << json_text;
     ASSERT_EQ(j[i]["outputs"].size(), 1u);
-    EXPECT_NEAR(j[i]["outputs"][0].get<double>(), before[i]["outputs"][0].get<double>(), 1e-6) << json_text;
+    EXPECT_NEAR(j[i]["outputs"][0].get<double>(), before[i]["outputs"][0].get<double>(), 1e-6)
+        << json_text;
     EXPECT_FALSE(j[i].contains("top_k"));  // only with --top-k
   }
   // --top-k 2: the predicted class with its probability, then the other with the rest.
-  const auto [ks, top_text] = testing::run_to_end({"predict", "--json", "--top-k", "2", "--device", "cpu", "--model",
-                                                   file, val}, (dir / "top").string());
+  const auto [ks, top_text] = testing::run_to_end(
+      {"predict", "--json", "--top-k", "2", "--device", "cpu", "--model", file, val},
+      (dir / "top").string());
   ASSERT_EQ(ks, 0) << top_text;
   const auto top = nlohmann::json::parse(top_text);
   ASSERT_EQ(top.size(), j.size());
@@ -351,7 +373,8 @@ TEST(TwoClassModelFile, PredictsAsBeforeAndItsTopKIsBothClasses) {
     EXPECT_NEAR(k[0]["probability"].get<double>() + k[1]["probability"].get<double>(), 1.0, 1e-12);
   }
   testing::expect_prompt_error({"predict", "--top-k", "3", "--device", "cpu", "--model", file, val},
-                               (dir / "bad").string(), {"--top-k 3: expected 1 to 2", "[cat, dog]"}, 5.0);
+                               (dir / "bad").string(), {"--top-k 3: expected 1 to 2", "[cat, dog]"},
+                               5.0);
   fs::remove_all(dir);
 }
 

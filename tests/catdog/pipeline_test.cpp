@@ -25,9 +25,22 @@ class CatdogPipeline : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   std::vector<std::string> args(const std::string& name, std::vector<std::string> extra) const {
-    std::vector<std::string> a{"train", "--data", root_ + "/data", "--epochs", "2", "--batch-size", "8",
-                               "--device", "cpu", "--workers", "0", "--seed", "4", "--print-losses",
-                               "--out", root_ + "/" + name + ".st"};
+    std::vector<std::string> a{"train",
+                               "--data",
+                               root_ + "/data",
+                               "--epochs",
+                               "2",
+                               "--batch-size",
+                               "8",
+                               "--device",
+                               "cpu",
+                               "--workers",
+                               "0",
+                               "--seed",
+                               "4",
+                               "--print-losses",
+                               "--out",
+                               root_ + "/" + name + ".st"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -41,7 +54,8 @@ TEST_F(CatdogPipeline, StagesAndMicroBatchesTrainAsTheWholeModel) {
   ASSERT_EQ(expected.size(), 8u) << whole;  // 2 epochs of 32 / 8 steps
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--pipeline", "2", "--micro-batches", "3"},
-        std::vector<std::string>{"--pipeline", "3", "--micro-batches", "4", "--pipeline-schedule", "1f1b"}}) {
+        std::vector<std::string>{"--pipeline", "3", "--micro-batches", "4", "--pipeline-schedule",
+                                 "1f1b"}}) {
     const std::string name = "pipe" + flags[1];
     const auto [status, out] = testing::run_to_end(args(name, flags), root_ + "/" + name);
     ASSERT_EQ(status, 0) << out;
@@ -49,7 +63,8 @@ TEST_F(CatdogPipeline, StagesAndMicroBatchesTrainAsTheWholeModel) {
     const std::map<int, std::string> losses = step_losses(out);
     ASSERT_EQ(losses.size(), expected.size()) << out;
     for (const auto& [step, loss] : expected) {
-      const double want = std::strtod(loss.c_str(), nullptr), got = std::strtod(losses.at(step).c_str(), nullptr);
+      const double want = std::strtod(loss.c_str(), nullptr),
+                   got = std::strtod(losses.at(step).c_str(), nullptr);
       EXPECT_LE(std::abs(got - want), 1e-5 * std::abs(want)) << name << ", step " << step;
     }
     // The file is the uncut model's kind: it loads and predicts without any pipeline.
@@ -59,15 +74,17 @@ TEST_F(CatdogPipeline, StagesAndMicroBatchesTrainAsTheWholeModel) {
 }
 
 TEST_F(CatdogPipeline, WhatAPipelineCannotDoIsRefused) {
-  testing::expect_prompt_error(args("ranks", {"--pipeline", "2", "--world-size", "2"}), root_ + "/ranks",
-                               {"--pipeline 2", "not supported", "2 ranks"}, 10.0);
-  testing::expect_prompt_error(args("micro", {"--pipeline", "2", "--micro-batches", "9"}), root_ + "/micro",
+  testing::expect_prompt_error(args("ranks", {"--pipeline", "2", "--world-size", "2"}),
+                               root_ + "/ranks", {"--pipeline 2", "not supported", "2 ranks"},
+                               10.0);
+  testing::expect_prompt_error(args("micro", {"--pipeline", "2", "--micro-batches", "9"}),
+                               root_ + "/micro",
                                {"--micro-batches", "between 1 and the batch size (8)"});
   testing::expect_prompt_error(args("many", {"--pipeline", "40"}), root_ + "/many",
                                {"40 stages for a model of", "layers"}, 10.0);
   EXPECT_FALSE(fs::exists(root_ + "/many.st"));
-  testing::expect_prompt_error(args("bf16", {"--pipeline", "2", "--precision", "bf16"}), root_ + "/bf16",
-                               {"--precision bf16 does not apply to --pipeline"});
+  testing::expect_prompt_error(args("bf16", {"--pipeline", "2", "--precision", "bf16"}),
+                               root_ + "/bf16", {"--precision bf16 does not apply to --pipeline"});
 }
 
 }  // namespace

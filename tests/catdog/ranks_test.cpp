@@ -163,8 +163,10 @@ TEST_F(CatdogRanks, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
   ASSERT_EQ(s2, 0) << t2;
   const auto [s1, t1] = testing::run_to_end(one, root_ + "/one");
   ASSERT_EQ(s1, 0) << t1;
-  const std::vector<double> acc2 = csv_columns(testing::read_text(root_ + "/two.metrics.csv"))["val_accuracy"],
-                            acc1 = csv_columns(testing::read_text(root_ + "/one.metrics.csv"))["val_accuracy"];
+  const std::vector<double> acc2 = csv_columns(
+                                testing::read_text(root_ + "/two.metrics.csv"))["val_accuracy"],
+                            acc1 = csv_columns(
+                                testing::read_text(root_ + "/one.metrics.csv"))["val_accuracy"];
   EXPECT_EQ(acc2, acc1);
   ASSERT_LT(acc2.size(), 8u) << t2;
   const std::string said = "early stopping after epoch " + std::to_string(acc2.size()) + " of 8";

@@ -1,10 +1,9 @@
 // loom-catdog's reports (issue 16, items 5 and 7): evaluate --json against its text output and a
 // hand computation from the confusion matrix; predict over folders with a summary line and the
 // unreadable files named on stderr; --version; train --summary's layer table.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "app_runner.h"
 #include "catdog/class_metrics.h"
@@ -19,11 +18,13 @@ namespace fs = std::filesystem;
 class Report : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_report_" + std::to_string(::getpid()))).string();
+    root_ =
+        (fs::temp_directory_path() / ("loom_catdog_report_" + std::to_string(::getpid()))).string();
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 8, 5, 4);
-    Child c({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
-             "--workers", "0", "--summary", "--out", root_ + "/m.st"}, root_ + "/train");
+    Child c({"train", "--data", root_ + "/data", "--epochs", "1", "--batch-size", "8", "--device",
+             "cpu", "--workers", "0", "--summary", "--out", root_ + "/m.st"},
+            root_ + "/train");
     train_status_ = c.wait();
     train_out_ = c.out();
     train_text_ = c.out() + c.err();
@@ -39,9 +40,7 @@ int Report::train_status_ = -1;
 // The hand computation, from the matrix's rows (true) and columns (predicted).
 TEST(CatdogClassMetrics, PrecisionRecallAndF1FromTheConfusionMatrix) {
   // 3 classes: row sums 5, 4, 1; column sums 4, 6, 0 (nothing predicted as class 2).
-  const std::vector<int64_t> m = {3, 2, 0,
-                                  1, 3, 0,
-                                  0, 1, 0};
+  const std::vector<int64_t> m = {3, 2, 0, 1, 3, 0, 0, 1, 0};
   const std::vector<catdog::ClassMetrics> r = catdog::class_metrics(m, 3);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_DOUBLE_EQ(r[0].precision, 3.0 / 4);
@@ -61,8 +60,9 @@ TEST(CatdogClassMetrics, PrecisionRecallAndF1FromTheConfusionMatrix) {
 
 TEST_F(Report, EvaluateJsonMatchesTheTextAndTheConfusionMatrix) {
   ASSERT_EQ(train_status_, 0) << train_text_;
-  const std::vector<std::string> args = {"evaluate", "--model", root_ + "/m.st", "--data", root_ + "/data",
-                                         "--device", "cpu", "--workers", "0"};
+  const std::vector<std::string> args = {"evaluate", "--model",       root_ + "/m.st",
+                                         "--data",   root_ + "/data", "--device",
+                                         "cpu",      "--workers",     "0"};
   Child text_run(args, root_ + "/eval_text");
   ASSERT_EQ(text_run.wait(), 0) << text_run.out() << text_run.err();
   std::vector<std::string> json_args = args;
@@ -85,17 +85,21 @@ TEST_F(Report, EvaluateJsonMatchesTheTextAndTheConfusionMatrix) {
   EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), static_cast<double>(correct) / total);
 
   char line[64];
-  std::snprintf(line, sizeof line, "accuracy %.4f\nloss %.4f\n", j["accuracy"].get<double>(), j["loss"].get<double>());
+  std::snprintf(line, sizeof line, "accuracy %.4f\nloss %.4f\n", j["accuracy"].get<double>(),
+                j["loss"].get<double>());
   EXPECT_NE(text.find(line), std::string::npos) << line << " not in:\n" << text;
   EXPECT_NE(text.find("10 images"), std::string::npos) << text;
-  std::snprintf(line, sizeof line, "%12s %10lld %10lld\n", "cat", (long long)matrix[0][0], (long long)matrix[0][1]);
+  std::snprintf(line, sizeof line, "%12s %10lld %10lld\n", "cat", (long long)matrix[0][0],
+                (long long)matrix[0][1]);
   EXPECT_NE(text.find(line), std::string::npos) << line << " not in:\n" << text;
-  EXPECT_NE(text.find("   precision     recall         f1    support\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("   precision     recall         f1    support\n"), std::string::npos)
+      << text;
 
   const char* names[] = {"cat", "dog"};
   for (size_t c = 0; c < 2; ++c) {
     SCOPED_TRACE(names[c]);
-    const int64_t tp = matrix[c][c], predicted = matrix[0][c] + matrix[1][c], actual = matrix[c][0] + matrix[c][1];
+    const int64_t tp = matrix[c][c], predicted = matrix[0][c] + matrix[1][c],
+                  actual = matrix[c][0] + matrix[c][1];
     const double p = predicted ? static_cast<double>(tp) / predicted : 0.0;
     const double r = static_cast<double>(tp) / actual;
     const double f1 = p + r > 0 ? 2 * p * r / (p + r) : 0.0;
@@ -105,7 +109,8 @@ TEST_F(Report, EvaluateJsonMatchesTheTextAndTheConfusionMatrix) {
     EXPECT_NEAR(m["f1"].get<double>(), f1, 1e-12);
     EXPECT_EQ(m["support"].get<int64_t>(), actual);
     // The text table's row holds the same numbers.
-    std::snprintf(line, sizeof line, "%12s %10.4f %10.4f %10.4f %10lld\n", names[c], p, r, f1, (long long)actual);
+    std::snprintf(line, sizeof line, "%12s %10.4f %10.4f %10.4f %10lld\n", names[c], p, r, f1,
+                  (long long)actual);
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in:\n" << text;
   }
 }
@@ -121,7 +126,8 @@ TEST_F(Report, PredictTakesFoldersSummarisesAndNamesUnreadableFiles) {
   std::ofstream(dir / "notes.txt") << "not an image: left out";
   const std::string extra = root_ + "/data/val/dog/1.png";  // a file beside the folder
 
-  Child c({"predict", "--device", "cpu", "--model", root_ + "/m.st", dir.string(), extra}, root_ + "/predict_dir");
+  Child c({"predict", "--device", "cpu", "--model", root_ + "/m.st", dir.string(), extra},
+          root_ + "/predict_dir");
   EXPECT_EQ(c.wait(), 1) << c.out() << c.err();
   const std::string out = c.out(), err = c.err();
   std::istringstream lines(out);
@@ -140,30 +146,37 @@ TEST_F(Report, PredictTakesFoldersSummarisesAndNamesUnreadableFiles) {
     }
   }
   // The folder's images in sorted order (the nested ones included, notes.txt not), then the file.
-  const std::vector<std::string> expected = {(dir / "b.png").string(), (dir / "nested" / "a.PNG").string(),
+  const std::vector<std::string> expected = {(dir / "b.png").string(),
+                                             (dir / "nested" / "a.PNG").string(),
                                              (dir / "nested" / "deeper" / "c.png").string(), extra};
   EXPECT_EQ(images, expected) << out;
   char want[128];
-  std::snprintf(want, sizeof want, "4 images: cat %d, dog %d, 1 unreadable", counts["cat"], counts["dog"]);
+  std::snprintf(want, sizeof want, "4 images: cat %d, dog %d, 1 unreadable", counts["cat"],
+                counts["dog"]);
   EXPECT_EQ(summary, want) << out;
-  EXPECT_NE(err.find("cannot read " + (dir / "corrupt.jpg").string() + ": "), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot read " + (dir / "corrupt.jpg").string() + ": "), std::string::npos)
+      << err;
   EXPECT_EQ(out.find("corrupt.jpg"), std::string::npos) << out;
 
   // Every image readable: exit 0; one file prints its line and nothing more, as before.
   fs::remove(dir / "corrupt.jpg");
-  Child ok({"predict", "--device", "cpu", "--model", root_ + "/m.st", dir.string()}, root_ + "/predict_ok");
+  Child ok({"predict", "--device", "cpu", "--model", root_ + "/m.st", dir.string()},
+           root_ + "/predict_ok");
   EXPECT_EQ(ok.wait(), 0) << ok.out() << ok.err();
   EXPECT_NE(ok.out().find("3 images: cat "), std::string::npos) << ok.out();
-  Child one({"predict", "--device", "cpu", "--model", root_ + "/m.st", extra}, root_ + "/predict_one");
+  Child one({"predict", "--device", "cpu", "--model", root_ + "/m.st", extra},
+            root_ + "/predict_one");
   EXPECT_EQ(one.wait(), 0) << one.err();
   const std::string one_out = one.out();
   EXPECT_EQ(std::count(one_out.begin(), one_out.end(), '\n'), 1) << one_out;
   // A folder without one image is named too.
   fs::create_directories(root_ + "/empty_photos");
-  Child empty({"predict", "--device", "cpu", "--model", root_ + "/m.st", root_ + "/empty_photos", extra},
-              root_ + "/predict_empty");
+  Child empty(
+      {"predict", "--device", "cpu", "--model", root_ + "/m.st", root_ + "/empty_photos", extra},
+      root_ + "/predict_empty");
   EXPECT_EQ(empty.wait(), 1);
-  EXPECT_NE(empty.err().find(root_ + "/empty_photos: a folder without .jpg, .jpeg or .png files"), std::string::npos)
+  EXPECT_NE(empty.err().find(root_ + "/empty_photos: a folder without .jpg, .jpeg or .png files"),
+            std::string::npos)
       << empty.err();
 }
 
@@ -176,7 +189,8 @@ TEST(CatdogVersion, PrintsTheVersionAndTheCommit) {
   EXPECT_EQ(out.rfind("loom 0.", 0), 0u) << out;
   EXPECT_NE(out.find("(commit "), std::string::npos) << out;
   EXPECT_TRUE(out.find("built with CUDA runtime ") != std::string::npos ||
-              out.find("built without CUDA") != std::string::npos) << out;
+              out.find("built without CUDA") != std::string::npos)
+      << out;
   fs::remove(prefix + ".out");
   fs::remove(prefix + ".err");
 }

@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 class SaveBest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_best_" + std::to_string(::getpid()))).string();
+    root_ =
+        (fs::temp_directory_path() / ("loom_catdog_best_" + std::to_string(::getpid()))).string();
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 12, 6, 1);
     // The reference: 10 epochs over which the validation accuracy of these few images goes up
@@ -28,10 +29,23 @@ class SaveBest : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  static std::vector<std::string> args(const std::string& name, int epochs, const std::vector<std::string>& more = {}) {
-    std::vector<std::string> a = {"train", "--data", root_ + "/data", "--epochs", std::to_string(epochs),
-                                  "--batch-size", "4", "--device", "cpu", "--workers", "0",
-                                  "--seed", "1", "--out", path(name)};
+  static std::vector<std::string> args(const std::string& name, int epochs,
+                                       const std::vector<std::string>& more = {}) {
+    std::vector<std::string> a = {"train",
+                                  "--data",
+                                  root_ + "/data",
+                                  "--epochs",
+                                  std::to_string(epochs),
+                                  "--batch-size",
+                                  "4",
+                                  "--device",
+                                  "cpu",
+                                  "--workers",
+                                  "0",
+                                  "--seed",
+                                  "1",
+                                  "--out",
+                                  path(name)};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -48,13 +62,16 @@ class SaveBest : public ::testing::Test {
     while (std::getline(lines, line)) list += (list.empty() ? "[" : ",") + line;
     return train::History::from_json(list + "]", name);
   }
-  static std::vector<double> accuracies(const std::string& name) { return history(name).values("val_accuracy"); }
+  static std::vector<double> accuracies(const std::string& name) {
+    return history(name).values("val_accuracy");
+  }
   // The first epoch of the highest validation accuracy.
   static int64_t best_of(const std::vector<double>& v) {
     return std::max_element(v.begin(), v.end()) - v.begin();
   }
   static train::SavedEpoch saved(const std::string& file) {
-    const std::optional<train::SavedEpoch> s = train::saved_epoch(io::load_model(file).metadata, file);
+    const std::optional<train::SavedEpoch> s =
+        train::saved_epoch(io::load_model(file).metadata, file);
     EXPECT_TRUE(s.has_value()) << file << " records no epoch";
     return s.value_or(train::SavedEpoch{-1, {}});
   }
@@ -94,7 +111,9 @@ TEST_F(SaveBest, BestKeepsTheWeightsOfTheBestEpochAndLastTheLast) {
   EXPECT_EQ(io::load_model(path("full")).metadata.at("loom.saved_epoch"), std::to_string(best));
   char final_line[160];
   std::snprintf(final_line, sizeof final_line,
-                "model saved to %s (best epoch %lld of 10, val_accuracy %.4f), metrics in", path("full").c_str(), static_cast<long long>(best + 1), acc[static_cast<size_t>(best)]);
+                "model saved to %s (best epoch %lld of 10, val_accuracy %.4f), metrics in",
+                path("full").c_str(), static_cast<long long>(best + 1),
+                acc[static_cast<size_t>(best)]);
   EXPECT_NE(full_out_.find(final_line), std::string::npos) << full_out_;
 
   // A run of best + 1 epochs ends with those weights; --save last of the 10 with others.
@@ -109,7 +128,8 @@ TEST_F(SaveBest, BestKeepsTheWeightsOfTheBestEpochAndLastTheLast) {
   EXPECT_EQ(saved(path("last")).metrics, h.epochs[9]);
   EXPECT_NE(tl.find("(last epoch 10 of 10, val_accuracy"), std::string::npos) << tl;
   // --save changes no step of training.
-  EXPECT_EQ(testing::read_text(root_ + "/last.metrics.csv"), testing::read_text(root_ + "/full.metrics.csv"));
+  EXPECT_EQ(testing::read_text(root_ + "/last.metrics.csv"),
+            testing::read_text(root_ + "/full.metrics.csv"));
 }
 
 // The epoch (from 0) where early stopping with `patience` and `min_delta` ends a run of these
@@ -132,7 +152,8 @@ TEST_F(SaveBest, EarlyStoppingEndsAfterPatienceEpochsWithoutABetterOne) {
   ASSERT_EQ(full_status_, 0) << full_out_;
   const std::vector<double> acc = accuracies("full");
   const std::string full_csv = testing::read_text(root_ + "/full.metrics.csv");
-  for (const auto& [patience, min_delta] : std::vector<std::pair<int, std::string>>{{2, "0"}, {3, "0.1"}}) {
+  for (const auto& [patience, min_delta] :
+       std::vector<std::pair<int, std::string>>{{2, "0"}, {3, "0.1"}}) {
     const std::string name = "stop" + std::to_string(patience);
     const int64_t stop = expected_stop(acc, patience, std::stod(min_delta));
     ASSERT_GE(stop, 0) << "patience " << patience << " should stop the 10 epochs early";
@@ -143,8 +164,8 @@ TEST_F(SaveBest, EarlyStoppingEndsAfterPatienceEpochsWithoutABetterOne) {
     const std::string csv = testing::read_text(root_ + "/" + name + ".metrics.csv");
     EXPECT_EQ(history(name).epochs.size(), static_cast<size_t>(stop + 1)) << text;
     EXPECT_EQ(full_csv.rfind(csv, 0), 0u) << csv;
-    const std::string said =
-        "early stopping after epoch " + std::to_string(stop + 1) + " of 10: val_accuracy has not improved";
+    const std::string said = "early stopping after epoch " + std::to_string(stop + 1) +
+                             " of 10: val_accuracy has not improved";
     EXPECT_NE(text.find(said), std::string::npos) << text;
     EXPECT_NE(text.find("for " + std::to_string(patience) + " epochs"), std::string::npos) << text;
     // The model is still the best epoch's of those trained.
@@ -167,15 +188,19 @@ TEST_F(SaveBest, AResumeSavesTheBestModelOfTheUninterruptedRun) {
   EXPECT_TRUE(same_weights(path("resumed"), path("full")));
   EXPECT_EQ(saved(path("resumed")).epoch, best);
   EXPECT_NE(t1.find("(best epoch " + std::to_string(best + 1) + " of 10"), std::string::npos) << t1;
-  EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"), testing::read_text(root_ + "/full.metrics.csv"));
+  EXPECT_EQ(testing::read_text(root_ + "/resumed.metrics.csv"),
+            testing::read_text(root_ + "/full.metrics.csv"));
 
   // Without the first run's file the best epoch's weights are nowhere: refused before training,
   // saying what to do; --save last resumes.
   fs::remove(path("part"));
-  const auto [s2, t2] = testing::run_to_end(args("lost", 10, {resume, path("part") + ".ckpt"}), root_ + "/lost");
+  const auto [s2, t2] =
+      testing::run_to_end(args("lost", 10, {resume, path("part") + ".ckpt"}), root_ + "/lost");
   EXPECT_EQ(s2, 1) << t2;
-  EXPECT_NE(t2.find("is epoch " + std::to_string(best + 1) + "'s, but no file holds that epoch's weights"),
-            std::string::npos) << t2;
+  EXPECT_NE(t2.find("is epoch " + std::to_string(best + 1) +
+                    "'s, but no file holds that epoch's weights"),
+            std::string::npos)
+      << t2;
   EXPECT_NE(t2.find(path("part") + " does not exist"), std::string::npos) << t2;
   EXPECT_NE(t2.find("--save last keeps the last epoch instead"), std::string::npos) << t2;
   EXPECT_EQ(t2.find("Epoch "), std::string::npos) << t2;
@@ -195,8 +220,9 @@ TEST_F(SaveBest, AResumeSavesTheBestModelOfTheUninterruptedRun) {
   EXPECT_EQ(saved(path("resumed_at_best")).epoch, best);
 
   // Early stopping decides where the run ends, so a resume must keep it; --save need not agree.
-  expect_clear_error(args("other", 10, {resume, path("at_best") + ".ckpt", "--early-stopping", "2"}),
-                     "early_stopping = off, this run has patience 2, min_delta 0");
+  expect_clear_error(
+      args("other", 10, {resume, path("at_best") + ".ckpt", "--early-stopping", "2"}),
+      "early_stopping = off, this run has patience 2, min_delta 0");
 }
 
 TEST_F(SaveBest, AResumeOfAnEarlyStoppedRunTrainsNoFurther) {
@@ -211,17 +237,23 @@ TEST_F(SaveBest, AResumeOfAnEarlyStoppedRunTrainsNoFurther) {
   const auto [status, text] = train("again", 10, resume);
   ASSERT_EQ(status, 0) << text;
   EXPECT_EQ(text.find("\nEpoch "), std::string::npos) << text;
-  EXPECT_NE(text.find("early stopping after epoch " + std::to_string(stop + 1) + " of 10"), std::string::npos) << text;
+  EXPECT_NE(text.find("early stopping after epoch " + std::to_string(stop + 1) + " of 10"),
+            std::string::npos)
+      << text;
   EXPECT_TRUE(same_weights(path("again"), path("stopped")));
 }
 
 TEST_F(SaveBest, BadFlagsEndWithAClearMessage) {
   expect_clear_error(args("bad", 1, {"--save", "first"}), "--save");
   expect_clear_error(args("bad", 1, {"--early-stopping", "-1"}), "--early-stopping");
-  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "-0.1"}), "--min-delta");
-  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "nan"}), "nan is not a finite number");
-  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "inf"}), "inf is not a finite number");
-  expect_clear_error(args("bad", 1, {"--min-delta", "0.01"}), "--min-delta 0.01 needs --early-stopping PATIENCE");
+  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "-0.1"}),
+                     "--min-delta");
+  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "nan"}),
+                     "nan is not a finite number");
+  expect_clear_error(args("bad", 1, {"--early-stopping", "2", "--min-delta", "inf"}),
+                     "inf is not a finite number");
+  expect_clear_error(args("bad", 1, {"--min-delta", "0.01"}),
+                     "--min-delta 0.01 needs --early-stopping PATIENCE");
   EXPECT_FALSE(fs::exists(path("bad")));
   // The library function checks them too (callers other than main's CLI11).
   catdog::TrainArgs a;

@@ -16,8 +16,8 @@ bool check_on(loom::Device device) {
   y.backward();
   const float value = y.item<float>();
   const std::vector<float> grad = w.grad().to(loom::kCPU).to_vector<float>();
-  std::printf("%s: sum %.1f grad %.1f %.1f %.1f %.1f\n", device.str().c_str(), value,
-              grad[0], grad[1], grad[2], grad[3]);
+  std::printf("%s: sum %.1f grad %.1f %.1f %.1f %.1f\n", device.str().c_str(), value, grad[0],
+              grad[1], grad[2], grad[3]);
   // x @ ones = [[3,3],[7,7]] + 1 -> 24; d/dw = x^T @ ones = [[4,4],[6,6]]
   return value == 24.0f && grad[0] == 4.0f && grad[2] == 6.0f;
 }

@@ -12,10 +12,13 @@ using testing::random_image;
 class BatchDataset : public Dataset {
  public:
   int64_t size() const override { return 50; }
-  Example get(int64_t index) const override { return Example{random_image(24, 20, 3, 500 + index), index % 2}; }
+  Example get(int64_t index) const override {
+    return Example{random_image(24, 20, 3, 500 + index), index % 2};
+  }
 };
 
-void random_batch(int64_t n, int64_t h, int64_t w, const AugmentOptions& o, Tensor& images, Tensor& transforms) {
+void random_batch(int64_t n, int64_t h, int64_t w, const AugmentOptions& o, Tensor& images,
+                  Tensor& transforms) {
   images = empty({n, h, w, 3}, kUInt8);
   transforms = empty({n, 7}, kFloat64);
   for (int64_t s = 0; s < n; ++s) {

@@ -1,11 +1,12 @@
 // Keras-equivalent augmentation on the CPU: the affine maths against hand-computed maps of a
 // linear pattern (flip, zoom, shear, rotation, shift, a composition, constant fill), the
 // per-sample draws, normalisation, and the value range of augmented batches.
+#include "loom/data/augment.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "data_testing.h"
-#include "loom/data/augment.h"
 
 namespace loom::data {
 namespace {
@@ -17,7 +18,8 @@ using testing::random_image;
 Tensor linear_pattern(int64_t h, int64_t w) {
   Tensor t = empty({h, w, 1}, kUInt8);
   for (int64_t r = 0; r < h; ++r)
-    for (int64_t c = 0; c < w; ++c) t.data_ptr<uint8_t>()[r * w + c] = static_cast<uint8_t>(10 * r + c);
+    for (int64_t c = 0; c < w; ++c)
+      t.data_ptr<uint8_t>()[r * w + c] = static_cast<uint8_t>(10 * r + c);
   return t;
 }
 
@@ -50,9 +52,8 @@ TEST(Augment, IdentityIsExact) {
 TEST(Augment, PureFlipMirrorsColumns) {
   AffineParams p;
   p.flip = true;
-  expect_map(warp(linear_pattern(6, 8), p), 6, 8, [](double i, double j, double& r, double& c) {
-    r = i, c = 7 - j;
-  });
+  expect_map(warp(linear_pattern(6, 8), p), 6, 8,
+             [](double i, double j, double& r, double& c) { r = i, c = 7 - j; });
 }
 
 TEST(Augment, PureZoomAboutKerasCentre) {
@@ -91,14 +92,12 @@ TEST(Augment, PureShearInDegrees) {
 TEST(Augment, PureRotationAndShift) {
   AffineParams rot;
   rot.theta = 90.0;  // [[0, 1], [-1, 0]] about (3.5, 3.5): row = j, col = 7 - i
-  expect_map(warp(linear_pattern(8, 8), rot), 8, 8, [](double i, double j, double& r, double& c) {
-    r = j, c = 7 - i;
-  });
+  expect_map(warp(linear_pattern(8, 8), rot), 8, 8,
+             [](double i, double j, double& r, double& c) { r = j, c = 7 - i; });
   AffineParams shift;  // Keras' tx moves columns, ty rows
   shift.tx = 1.5, shift.ty = -2.0;
-  expect_map(warp(linear_pattern(8, 8), shift), 8, 8, [](double i, double j, double& r, double& c) {
-    r = i - 2.0, c = j + 1.5;
-  });
+  expect_map(warp(linear_pattern(8, 8), shift), 8, 8,
+             [](double i, double j, double& r, double& c) { r = i - 2.0, c = j + 1.5; });
 }
 
 TEST(Augment, CompositionOrderRotationThenZoom) {
@@ -137,14 +136,16 @@ TEST(Augment, NearestSamplingReadsWholePixels) {
   o.cval = 255;
   AffineParams p;
   p.ty = 0.4;  // Keras' ty moves rows
-  EXPECT_EQ(warp(img, p, o).to_vector<int64_t>(), img.permute({2, 0, 1}).contiguous().to_vector<int64_t>());
+  EXPECT_EQ(warp(img, p, o).to_vector<int64_t>(),
+            img.permute({2, 0, 1}).contiguous().to_vector<int64_t>());
   p.ty = 0.6;
   const auto v = warp(img, p, o).to_vector<double>();
   for (int64_t ch = 0; ch < 2; ++ch)
     for (int64_t i = 0; i < 6; ++i)
       for (int64_t j = 0; j < 5; ++j) {
         const double expected = i + 1 < 6 ? in[((i + 1) * 5 + j) * 2 + ch] : 255.0;
-        EXPECT_EQ(v[(ch * 6 + i) * 5 + j], expected) << "at (" << ch << ", " << i << ", " << j << ")";
+        EXPECT_EQ(v[(ch * 6 + i) * 5 + j], expected)
+            << "at (" << ch << ", " << i << ", " << j << ")";
       }
   o.interpolation = WarpInterpolation::Bilinear;
   EXPECT_NE(warp(img, p, o).to_vector<double>(), v);
@@ -206,7 +207,8 @@ TEST(Augment, DrawsDependOnlyOnSeedEpochIndex) {
   EXPECT_TRUE(zx_differs_from_zy);
   EXPECT_NEAR(flips / 2000.0, 0.5, 0.05);
   EXPECT_NE(draw_transform(o, 64, 64, 3, 0).zx, draw_transform(o, 64, 64, 4, 0).zx);  // epoch
-  EXPECT_NE(draw_transform(o, 64, 64, 3, 0).zx, draw_transform(AugmentOptions::keras_seed(43), 64, 64, 3, 0).zx);
+  EXPECT_NE(draw_transform(o, 64, 64, 3, 0).zx,
+            draw_transform(AugmentOptions::keras_seed(43), 64, 64, 3, 0).zx);
   // Shifts below 1 are fractions of the size; rotation is in degrees.
   AugmentOptions s;
   s.height_shift_range = 0.25;
@@ -264,10 +266,13 @@ TEST(Augment, BadArguments) {
   o = {};
   o.shear_range = -1;
   EXPECT_LOOM_ERROR(augment_image(img, SampleTransform{}, o), "ranges must be non-negative");
-  EXPECT_LOOM_ERROR(augment_image(random_image(4, 4, 5, 1), SampleTransform{}, {}), "1 to 4 channels, got 5");
+  EXPECT_LOOM_ERROR(augment_image(random_image(4, 4, 5, 1), SampleTransform{}, {}),
+                    "1 to 4 channels, got 5");
   EXPECT_LOOM_ERROR(augment_image(zeros({4, 4, 3}), SampleTransform{}, {}), "expected a uint8");
-  EXPECT_LOOM_ERROR(augment_batch(img, zeros({1, 7}, kFloat64), {}), "expected uint8 images [N, H, W, C]");
-  EXPECT_LOOM_ERROR(augment_batch(img.unsqueeze(0), zeros({2, 7}, kFloat64), {}), "expected float64 transforms [1, 7]");
+  EXPECT_LOOM_ERROR(augment_batch(img, zeros({1, 7}, kFloat64), {}),
+                    "expected uint8 images [N, H, W, C]");
+  EXPECT_LOOM_ERROR(augment_batch(img.unsqueeze(0), zeros({2, 7}, kFloat64), {}),
+                    "expected float64 transforms [1, 7]");
 }
 
 }  // namespace

@@ -72,9 +72,11 @@ inline ChildOutcome run_bounded(const std::function<void()>& body, int seconds =
 }  // namespace loom::testing
 
 // EXPECT that `statement`, run in a bounded child, ends in a loom::Error containing `fragment`.
-#define EXPECT_BOUNDED_ERROR(statement, fragment)                                            \
-  do {                                                                                       \
-    const ::loom::testing::ChildOutcome loom_out_ = ::loom::testing::run_bounded([&] { statement; }); \
-    EXPECT_TRUE(loom_out_.threw_error) << loom_out_.message;                                 \
-    EXPECT_NE(loom_out_.message.find(fragment), std::string::npos) << "message was: " << loom_out_.message; \
+#define EXPECT_BOUNDED_ERROR(statement, fragment)                  \
+  do {                                                             \
+    const ::loom::testing::ChildOutcome loom_out_ =                \
+        ::loom::testing::run_bounded([&] { statement; });          \
+    EXPECT_TRUE(loom_out_.threw_error) << loom_out_.message;       \
+    EXPECT_NE(loom_out_.message.find(fragment), std::string::npos) \
+        << "message was: " << loom_out_.message;                   \
   } while (0)

@@ -2,13 +2,16 @@
 // files (loom's encoder writes baseline ones only), and such a file with its last scan repeated.
 #pragma once
 
-#include <cstdio>  // jpeglib.h needs FILE
+#include <loom/loom.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+// jpeglib.h needs size_t and FILE declared before it.
+// clang-format off
 #include <jpeglib.h>
-
-#include <loom/loom.h>
+// clang-format on
 
 namespace loom::data {
 
@@ -34,7 +37,8 @@ inline std::vector<uint8_t> progressive_jpeg(const Tensor& image, int quality = 
   jpeg_start_compress(&cinfo, TRUE);
   const uint8_t* pixels = src.data_ptr<uint8_t>();
   while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(pixels) + int64_t{cinfo.next_scanline} * src.size(1) * channels;
+    JSAMPROW row =
+        const_cast<uint8_t*>(pixels) + int64_t{cinfo.next_scanline} * src.size(1) * channels;
     jpeg_write_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_compress(&cinfo);
@@ -58,7 +62,8 @@ inline std::vector<Scan> find_scans(const std::vector<uint8_t>& j, size_t& eoi) 
     pos += 2 + ((size_t{j[pos + 2]} << 8) | j[pos + 3]);
     if (marker != 0xDA) continue;
     // Entropy-coded data runs to the next marker that is neither a stuffed 0xFF00 nor RSTn.
-    while (!(j[pos] == 0xFF && j[pos + 1] != 0x00 && (j[pos + 1] < 0xD0 || j[pos + 1] > 0xD7))) ++pos;
+    while (!(j[pos] == 0xFF && j[pos + 1] != 0x00 && (j[pos + 1] < 0xD0 || j[pos + 1] > 0xD7)))
+      ++pos;
     scans.push_back({chunk, pos});
     chunk = pos;
   }

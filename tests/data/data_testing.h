@@ -38,7 +38,8 @@ class TempDir {
 inline Tensor random_image(int64_t h, int64_t w, int64_t c, uint64_t seed) {
   Tensor t = empty({h, w, c}, kUInt8);
   uint8_t* p = t.data_ptr<uint8_t>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<uint8_t>(random_bits::hash(seed, i) >> 56);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    p[i] = static_cast<uint8_t>(random_bits::hash(seed, i) >> 56);
   return t;
 }
 
@@ -47,12 +48,14 @@ inline Tensor solid_image(int64_t h, int64_t w, int64_t c, int value) {
   return full({h, w, c}, value, kUInt8);
 }
 
-// The cats/dogs folder: $LOOM_DATA_DIR, else $LOOM_SOURCE_DIR/../shared/data/cats_dogs; "" if absent.
+// The cats/dogs folder: $LOOM_DATA_DIR, else $LOOM_SOURCE_DIR/../shared/data/cats_dogs; "" if
+// absent.
 inline std::string cats_dogs_dir() {
   namespace fs = std::filesystem;
   if (const char* dir = std::getenv("LOOM_DATA_DIR")) {
     if (fs::is_directory(fs::path(dir) / "train")) return dir;
-    if (fs::is_directory(fs::path(dir) / "cats_dogs" / "train")) return (fs::path(dir) / "cats_dogs").string();
+    if (fs::is_directory(fs::path(dir) / "cats_dogs" / "train"))
+      return (fs::path(dir) / "cats_dogs").string();
   }
   if (const char* src = std::getenv("LOOM_SOURCE_DIR")) {
     const fs::path p = fs::path(src) / ".." / "shared" / "data" / "cats_dogs";
@@ -61,9 +64,10 @@ inline std::string cats_dogs_dir() {
   return "";
 }
 
-#define LOOM_REQUIRE_CATS_DOGS(dir)                                                            \
-  const std::string dir = ::loom::data::testing::cats_dogs_dir();                              \
-  if (dir.empty()) GTEST_SKIP() << "cats_dogs data not found (set LOOM_DATA_DIR or place it at " \
-                                   "../shared/data/cats_dogs next to the source)"
+#define LOOM_REQUIRE_CATS_DOGS(dir)                                             \
+  const std::string dir = ::loom::data::testing::cats_dogs_dir();               \
+  if (dir.empty())                                                              \
+  GTEST_SKIP() << "cats_dogs data not found (set LOOM_DATA_DIR or place it at " \
+                  "../shared/data/cats_dogs next to the source)"
 
 }  // namespace loom::data::testing

@@ -1,9 +1,10 @@
 // Decoding and resizing: round trips through the encoders, colour conversions, libjpeg's DCT
 // scaling, PIL-compatible resizing by hand-computed values, and every bad-input case.
+#include "loom/data/decode.h"
+
 #include <cstring>
 
 #include "data_testing.h"
-#include "loom/data/decode.h"
 #include "loom/data/encode.h"
 
 namespace loom::data {
@@ -53,7 +54,8 @@ TEST(Decode, JpegRoundTripIsClose) {
   uint8_t* p = image.data_ptr<uint8_t>();
   for (int y = 0; y < 16; ++y)
     for (int x = 0; x < 24; ++x)
-      for (int c = 0; c < 3; ++c) p[(y * 24 + x) * 3 + c] = static_cast<uint8_t>(20 + 4 * x + 3 * y + 30 * c);
+      for (int c = 0; c < 3; ++c)
+        p[(y * 24 + x) * 3 + c] = static_cast<uint8_t>(20 + 4 * x + 3 * y + 30 * c);
   const Tensor back = decode(encode_jpeg(image, 95));
   EXPECT_EQ(back.shape(), (Shape{16, 24, 3}));
   EXPECT_LE(max_abs_diff(back, image), 8);
@@ -78,11 +80,11 @@ TEST(Decode, JpegGrayscaleAndCmykBecomeRgb) {
 }
 
 TEST(Decode, JpegScaleChoice) {
-  EXPECT_EQ(jpeg_scale_eighths(400, 400, 64, 64), 2);    // 400/8*2 = 100 >= 64; 1/8 gives 50
-  EXPECT_EQ(jpeg_scale_eighths(512, 512, 64, 64), 1);    // exactly 64
-  EXPECT_EQ(jpeg_scale_eighths(96, 80, 64, 64), 8);      // target more than half: no scaling
-  EXPECT_EQ(jpeg_scale_eighths(300, 129, 64, 64), 4);    // 129*4/8 -> 65 >= 64, 3/8 -> 49
-  EXPECT_EQ(jpeg_scale_eighths(1000, 1000, 0, 0), 8);    // no target
+  EXPECT_EQ(jpeg_scale_eighths(400, 400, 64, 64), 2);  // 400/8*2 = 100 >= 64; 1/8 gives 50
+  EXPECT_EQ(jpeg_scale_eighths(512, 512, 64, 64), 1);  // exactly 64
+  EXPECT_EQ(jpeg_scale_eighths(96, 80, 64, 64), 8);    // target more than half: no scaling
+  EXPECT_EQ(jpeg_scale_eighths(300, 129, 64, 64), 4);  // 129*4/8 -> 65 >= 64, 3/8 -> 49
+  EXPECT_EQ(jpeg_scale_eighths(1000, 1000, 0, 0), 8);  // no target
 }
 
 TEST(Decode, JpegDctScalingDecodesSmallThenResizes) {
@@ -99,7 +101,8 @@ TEST(Decode, JpegDctScalingDecodesSmallThenResizes) {
 
 TEST(Decode, OnePixelImages) {
   Tensor one = empty({1, 1, 3}, kUInt8);
-  one.data_ptr<uint8_t>()[0] = 10, one.data_ptr<uint8_t>()[1] = 200, one.data_ptr<uint8_t>()[2] = 90;
+  one.data_ptr<uint8_t>()[0] = 10, one.data_ptr<uint8_t>()[1] = 200,
+  one.data_ptr<uint8_t>()[2] = 90;
   DecodeOptions options;
   options.height = 4;
   options.width = 3;
@@ -118,13 +121,15 @@ TEST(Decode, OnePixelImages) {
 
 Tensor row_image(const std::vector<int>& values) {  // [1, n, 1]
   Tensor t = empty({1, static_cast<int64_t>(values.size()), 1}, kUInt8);
-  for (size_t i = 0; i < values.size(); ++i) t.data_ptr<uint8_t>()[i] = static_cast<uint8_t>(values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    t.data_ptr<uint8_t>()[i] = static_cast<uint8_t>(values[i]);
   return t;
 }
 
 TEST(Resize, NearestPicksFloorOfCentreTimesScale) {
   // 6 -> 4: scale 1.5, source of x is floor((x + 0.5) * 1.5) = 0, 2, 3, 5.
-  const Tensor out = resize_image(row_image({10, 20, 30, 40, 50, 60}), 1, 4, Interpolation::Nearest);
+  const Tensor out =
+      resize_image(row_image({10, 20, 30, 40, 50, 60}), 1, 4, Interpolation::Nearest);
   EXPECT_EQ(out.to_vector<int64_t>(), (std::vector<int64_t>{10, 30, 40, 60}));
   // 2 -> 5 upsampling: floor((x + 0.5) * 0.4) = 0, 0, 1, 1, 1.
   const Tensor up = resize_image(row_image({7, 9}), 1, 5, Interpolation::Nearest);
@@ -138,7 +143,8 @@ TEST(Resize, AreaAveragesTheCoveredPixels) {
   // 2-D: a 4x4 checker of 0/100 in 2x2 blocks shrinks to the block values.
   Tensor img = empty({4, 4, 1}, kUInt8);
   for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 4; ++x) img.data_ptr<uint8_t>()[y * 4 + x] = ((y / 2 + x / 2) % 2) ? 100 : 0;
+    for (int x = 0; x < 4; ++x)
+      img.data_ptr<uint8_t>()[y * 4 + x] = ((y / 2 + x / 2) % 2) ? 100 : 0;
   EXPECT_EQ(resize_image(img, 2, 2, Interpolation::Area).to_vector<int64_t>(),
             (std::vector<int64_t>{0, 100, 100, 0}));
 }
@@ -154,7 +160,7 @@ TEST(Resize, BilinearMatchesPillowTriangleFilter) {
   // Downsampling 4 -> 2 (scale 2, support 2): centre 1 -> window [0, 3), weights of pixels 0, 1, 2
   // = 1 - |0.5 - 1|/2, 1 - |1.5 - 1|/2, 1 - |2.5 - 1|/2 = 0.75, 0.75, 0.25.
   const Tensor down = resize_image(row_image({0, 40, 80, 120}), 1, 2, Interpolation::Bilinear);
-  const double first = (0.75 * 0 + 0.75 * 40 + 0.25 * 80) / 1.75;    // 28.57 -> 29
+  const double first = (0.75 * 0 + 0.75 * 40 + 0.25 * 80) / 1.75;     // 28.57 -> 29
   const double second = (0.25 * 40 + 0.75 * 80 + 0.75 * 120) / 1.75;  // 91.43 -> 91
   EXPECT_EQ(down.to_vector<int64_t>(),
             (std::vector<int64_t>{std::lround(first), std::lround(second)}));
@@ -181,7 +187,8 @@ TEST(DecodeBadInput, TextNamedJpg) {
 }
 
 TEST(DecodeBadInput, MissingFile) {
-  EXPECT_LOOM_ERROR(load_image("/nonexistent/loom/cat.jpg"), "/nonexistent/loom/cat.jpg: cannot open");
+  EXPECT_LOOM_ERROR(load_image("/nonexistent/loom/cat.jpg"),
+                    "/nonexistent/loom/cat.jpg: cannot open");
 }
 
 TEST(DecodeBadInput, TruncatedJpegAtEveryFewBytes) {
@@ -189,7 +196,8 @@ TEST(DecodeBadInput, TruncatedJpegAtEveryFewBytes) {
   // Every cut, in the header or in the entropy-coded data, is an error naming the buffer.
   for (size_t cut = 3; cut < bytes.size() - 2; cut += 37) {
     std::vector<uint8_t> part(bytes.begin(), bytes.begin() + cut);
-    EXPECT_LOOM_ERROR(decode_image(part.data(), part.size(), "cut.jpg"), "cut.jpg: not a readable JPEG");
+    EXPECT_LOOM_ERROR(decode_image(part.data(), part.size(), "cut.jpg"),
+                      "cut.jpg: not a readable JPEG");
   }
   EXPECT_THROW(decode_image(bytes.data(), bytes.size() / 2, "half.jpg"), BadSample);
 }
@@ -214,7 +222,8 @@ uint32_t png_crc(const uint8_t* data, size_t n) {
 // Offset of the first byte of a chunk's type ("IHDR", "IDAT") in a PNG.
 size_t find_chunk(const std::vector<uint8_t>& png, const char* type) {
   for (size_t pos = 8; pos + 8 <= png.size();) {
-    const uint32_t length = (uint32_t{png[pos]} << 24) | (png[pos + 1] << 16) | (png[pos + 2] << 8) | png[pos + 3];
+    const uint32_t length =
+        (uint32_t{png[pos]} << 24) | (png[pos + 1] << 16) | (png[pos + 2] << 8) | png[pos + 3];
     if (std::memcmp(&png[pos + 4], type, 4) == 0) return pos + 4;
     pos += 12 + length;
   }
@@ -226,9 +235,11 @@ TEST(DecodeBadInput, PngWithBadCrc) {
   for (const char* chunk : {"IHDR", "IDAT"}) {
     std::vector<uint8_t> bytes = encode_png(random_image(8, 8, 3, 7));
     const size_t type = find_chunk(bytes, chunk);
-    const uint32_t length = (uint32_t{bytes[type - 4]} << 24) | (bytes[type - 3] << 16) | (bytes[type - 2] << 8) | bytes[type - 1];
+    const uint32_t length = (uint32_t{bytes[type - 4]} << 24) | (bytes[type - 3] << 16) |
+                            (bytes[type - 2] << 8) | bytes[type - 1];
     bytes[type + 4 + length] ^= 0x5A;  // first byte of the chunk's CRC
-    EXPECT_LOOM_ERROR(decode_image(bytes.data(), bytes.size(), "crc.png"), "crc.png: not a readable PNG");
+    EXPECT_LOOM_ERROR(decode_image(bytes.data(), bytes.size(), "crc.png"),
+                      "crc.png: not a readable PNG");
   }
 }
 
@@ -276,7 +287,8 @@ TEST(Encode, BadArguments) {
   EXPECT_LOOM_ERROR(encode_png(zeros({2, 2, 3})), "encode_png: expected a non-empty uint8");
   EXPECT_LOOM_ERROR(encode_jpeg(random_image(2, 2, 2, 1)), "cannot be stored as JPEG");
   EXPECT_LOOM_ERROR(encode_jpeg(random_image(2, 2, 3, 1), 0), "quality must be in 1..100");
-  EXPECT_LOOM_ERROR(write_file("/nonexistent/loom/x.png", {1}), "cannot open /nonexistent/loom/x.png");
+  EXPECT_LOOM_ERROR(write_file("/nonexistent/loom/x.png", {1}),
+                    "cannot open /nonexistent/loom/x.png");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // FashionMnist: IDX files written by the test (uncompressed), their error cases (hostile ones
 // within a deadline and a memory bound), and the real gzipped files of Debian's
 // dataset-fashion-mnist when installed.
+#include "loom/data/fashion_mnist.h"
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -8,14 +10,14 @@
 #include "bounded_child.h"
 #include "data_testing.h"
 #include "loom/data/encode.h"
-#include "loom/data/fashion_mnist.h"
 
 namespace loom::data {
 namespace {
 
 using testing::TempDir;
 
-std::vector<uint8_t> idx(uint32_t magic, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+std::vector<uint8_t> idx(uint32_t magic, const std::vector<uint32_t>& dims,
+                         const std::vector<uint8_t>& data) {
   std::vector<uint8_t> out;
   auto be32 = [&](uint32_t v) {
     for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(v >> s));
@@ -53,10 +55,12 @@ TEST(FashionMnist, ReadsUncompressedIdx) {
 TEST(FashionMnist, BadFilesNameTheFile) {
   TempDir dir;
   write_small_set(dir, "train");
-  const std::string images = dir / "train-images-idx3-ubyte", labels = dir / "train-labels-idx1-ubyte";
+  const std::string images = dir / "train-images-idx3-ubyte",
+                    labels = dir / "train-labels-idx1-ubyte";
   auto bytes = idx(0x800, {3, 2, 3}, std::vector<uint8_t>(18, 1));
   write_file(images, std::vector<uint8_t>(bytes.begin(), bytes.end() - 5));
-  EXPECT_LOOM_ERROR(FashionMnist(dir.path()), images + " is truncated or corrupt (reading the data, 13 of 18");
+  EXPECT_LOOM_ERROR(FashionMnist(dir.path()),
+                    images + " is truncated or corrupt (reading the data, 13 of 18");
   write_file(images, idx(0xA00, {3, 2, 3}, std::vector<uint8_t>(18, 1)));
   EXPECT_LOOM_ERROR(FashionMnist(dir.path()), "magic number 0xa03, expected 0x803");
   write_file(images, idx(0x800, {4, 2, 3}, std::vector<uint8_t>(24, 1)));
@@ -74,11 +78,13 @@ TEST(FashionMnist, HostileFilesEndInAnErrorWithinBounds) {
   const std::string images = dir / "t10k-images-idx3-ubyte";
   // A 16-byte file declaring 2 GiB of pixels must not allocate them.
   write_file(images, idx(0x800, {32768, 256, 256}, {}));
-  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false), images + " declares 2147483648 bytes, over the limit of 268435456");
+  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false),
+                       images + " declares 2147483648 bytes, over the limit of 268435456");
   // A FIFO in the file's place must not block.
   std::filesystem::remove(images);
   ASSERT_EQ(::mkfifo(images.c_str(), 0644), 0);
-  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false), images + ": not a regular file (a named pipe)");
+  EXPECT_BOUNDED_ERROR(FashionMnist(dir.path(), false),
+                       images + ": not a regular file (a named pipe)");
 }
 
 TEST(FashionMnistRealData, DebianPackage) {

@@ -2,6 +2,8 @@
 // in any case, the scanning errors (missing root; an empty, unreadable or undecodable class;
 // entries that are not files), strict mode, InMemoryDataset, and the real cats/dogs
 // photographs when they are present.
+#include "loom/data/image_folder.h"
+
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,7 +16,6 @@
 
 #include "data_testing.h"
 #include "loom/data/encode.h"
-#include "loom/data/image_folder.h"
 #include "loom/data/memory_dataset.h"
 
 namespace loom::data {
@@ -25,7 +26,9 @@ using testing::random_image;
 using testing::solid_image;
 using testing::TempDir;
 
-void write_png(const std::string& path, int value) { write_file(path, encode_png(solid_image(6, 5, 3, value))); }
+void write_png(const std::string& path, int value) {
+  write_file(path, encode_png(solid_image(6, 5, 3, value)));
+}
 
 TEST(ImageFolder, ClassFoldersSortedByNameWithAnyCaseExtension) {
   TempDir dir;
@@ -86,7 +89,8 @@ TEST(ImageFolder, KaggleFlatLayoutLabelsFromPrefix) {
 }
 
 TEST(ImageFolder, MissingRootAndNoImages) {
-  EXPECT_LOOM_ERROR(ImageFolder("/nonexistent/loom/root"), "root folder /nonexistent/loom/root does not exist");
+  EXPECT_LOOM_ERROR(ImageFolder("/nonexistent/loom/root"),
+                    "root folder /nonexistent/loom/root does not exist");
   TempDir dir;
   write_png(dir / "file.png", 1);
   EXPECT_LOOM_ERROR(ImageFolder(dir / "file.png"), "is not a folder");
@@ -102,7 +106,8 @@ TEST(ImageFolder, EmptyClassFolderIsAnErrorInEveryMode) {
   EXPECT_LOOM_ERROR(ImageFolder(dir.path()), "class folder " + (dir / "cat") + " has no images");
   ImageFolderOptions strict;
   strict.on_bad_input = OnBadInput::Throw;
-  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), "class folder " + (dir / "cat") + " has no images");
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict),
+                    "class folder " + (dir / "cat") + " has no images");
 }
 
 TEST(ImageFolder, ClassWhoseEveryImageFailsToDecodeIsAnErrorInEveryMode) {
@@ -116,11 +121,13 @@ TEST(ImageFolder, ClassWhoseEveryImageFailsToDecodeIsAnErrorInEveryMode) {
   cut.resize(cut.size() / 2);
   write_file(dir / "cat/3.jpg", cut);
   write_png(dir / "dog/a.png", 1);
-  EXPECT_LOOM_ERROR(ImageFolder(dir.path()), "class folder " + (dir / "cat") + " has no image that decodes (3 files");
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path()),
+                    "class folder " + (dir / "cat") + " has no image that decodes (3 files");
   // Strict mode names the first bad file itself.
   ImageFolderOptions strict;
   strict.on_bad_input = OnBadInput::Throw;
-  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), (dir / "cat/1.jpg") + ": neither a JPEG nor a PNG");
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict),
+                    (dir / "cat/1.jpg") + ": neither a JPEG nor a PNG");
   // One good image is enough for the class to stand; the bad ones are the loader's to skip.
   write_png(dir / "cat/4.png", 2);
   EXPECT_EQ(ImageFolder(dir.path()).size(), 5);
@@ -144,24 +151,31 @@ TEST(ImageFolder, EntriesWithImageNamesThatAreNotFilesAreReported) {
   ImageFolder folder(dir.path());
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(folder.size(), 1);
-  EXPECT_NE(err.find((dir / "cat/album.jpg") + " is not a regular file (a folder)"), std::string::npos) << err;
-  EXPECT_NE(err.find((dir / "cat/pipe.png") + " is not a regular file (a named pipe)"), std::string::npos) << err;
+  EXPECT_NE(err.find((dir / "cat/album.jpg") + " is not a regular file (a folder)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find((dir / "cat/pipe.png") + " is not a regular file (a named pipe)"),
+            std::string::npos)
+      << err;
   ImageFolderOptions strict;
   strict.on_bad_input = OnBadInput::Throw;
-  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict), (dir / "cat/album.jpg") + " is not a regular file (a folder)");
+  EXPECT_LOOM_ERROR(ImageFolder(dir.path(), strict),
+                    (dir / "cat/album.jpg") + " is not a regular file (a folder)");
 }
 
 TEST(ImageFolder, UnreadableClassFolder) {
   // Root reads every folder whatever its mode, so the check runs in a child process that has
   // dropped to the unprivileged user "nobody" (65534) when the test runs as root.
   TempDir dir;
-  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(dir.path(),
+                  fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
   fs::create_directory(dir / "cat");
   fs::create_directory(dir / "dog");
   write_png(dir / "cat/a.png", 1);
   write_png(dir / "dog/b.png", 2);
   for (const char* d : {"cat", "dog"}) {
-    fs::permissions(dir / d, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(dir / d,
+                    fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
   }
   fs::permissions(dir / "dog", fs::perms::none);
   fflush(nullptr);
@@ -169,7 +183,8 @@ TEST(ImageFolder, UnreadableClassFolder) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     // Drop the groups first: root's group 0 would otherwise keep group access to the folders.
-    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(3);
     if (geteuid() == 0) _exit(3);
     int code = 0;
     try {
@@ -178,21 +193,28 @@ TEST(ImageFolder, UnreadableClassFolder) {
       ImageFolder folder(dir.path(), strict);
       code = 1;  // should have thrown
     } catch (const Error& e) {
-      code = std::string(e.what()).find("cannot read class folder " + (dir / "dog")) != std::string::npos ? 0 : 2;
+      code = std::string(e.what()).find("cannot read class folder " + (dir / "dog")) !=
+                     std::string::npos
+                 ? 0
+                 : 2;
     }
     try {
       ImageFolder lenient(dir.path());  // an error too: the class would have no images
       if (code == 0) code = 4;
     } catch (const Error& e) {
-      if (code == 0 && std::string(e.what()).find("cannot read class folder " + (dir / "dog")) == std::string::npos) code = 5;
+      if (code == 0 && std::string(e.what()).find("cannot read class folder " + (dir / "dog")) ==
+                           std::string::npos)
+        code = 5;
     }
     _exit(code);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "cannot drop privileges to check an unreadable folder";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 4: skip mode kept going, 5: skip mode's wrong message";
+  if (WEXITSTATUS(status) == 3)
+    GTEST_SKIP() << "cannot drop privileges to check an unreadable folder";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: no error, 2: wrong message, 4: skip mode kept going, 5: skip mode's wrong message";
 }
 
 TEST(InMemoryDataset, DecodesOnceAndSkipsBadFiles) {
@@ -224,7 +246,9 @@ class CountedImages : public Dataset {
  public:
   explicit CountedImages(int64_t n) : n_(n) {}
   int64_t size() const override { return n_; }
-  Example get(int64_t index) const override { return {random_image(2, 2, 3, static_cast<uint64_t>(index) + 1), index % 2}; }
+  Example get(int64_t index) const override {
+    return {random_image(2, 2, 3, static_cast<uint64_t>(index) + 1), index % 2};
+  }
 
  private:
   int64_t n_;
@@ -279,9 +303,11 @@ TEST(InMemoryDataset, NoDecodableSampleAtAllIsAnError) {
     }
   } bad;
   ::testing::internal::CaptureStderr();
-  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2), "InMemoryDataset: none of the 3 samples could be used");
+  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2),
+                    "InMemoryDataset: none of the 3 samples could be used");
   ::testing::internal::GetCapturedStderr();
-  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2, OnBadInput::Throw), "/photos/0.jpg: not a readable JPEG");
+  EXPECT_LOOM_ERROR(InMemoryDataset(bad, 2, OnBadInput::Throw),
+                    "/photos/0.jpg: not a readable JPEG");
 }
 
 TEST(ImageFolderRealData, CatsDogsLabelsAndDecoding) {

@@ -28,11 +28,13 @@ TEST(InputFile, FifoIsRefusedWithoutBlocking) {
 }
 
 TEST(InputFile, DevZeroIsRefusedBeforeReading) {
-  EXPECT_BOUNDED_ERROR(load_image("/dev/zero"), "/dev/zero: not a regular file (a character device)");
+  EXPECT_BOUNDED_ERROR(load_image("/dev/zero"),
+                       "/dev/zero: not a regular file (a character device)");
   // Also behind a symbolic link with an image's name.
   TempDir dir;
   fs::create_symlink("/dev/zero", dir / "dog.jpg");
-  EXPECT_BOUNDED_ERROR(load_image(dir / "dog.jpg"), "dog.jpg: not a regular file (a character device)");
+  EXPECT_BOUNDED_ERROR(load_image(dir / "dog.jpg"),
+                       "dog.jpg: not a regular file (a character device)");
 }
 
 TEST(InputFile, FolderIsRefusedNamingIt) {
@@ -46,7 +48,8 @@ TEST(InputFile, FileOverTheSizeLimitIsRefusedBeforeReading) {
   const std::string path = dir / "huge.jpg";
   write_file(path, encode_jpeg(solid_image(8, 8, 3, 50)));
   ASSERT_EQ(::truncate(path.c_str(), off_t{1} << 40), 0);  // 1 TiB, sparse
-  EXPECT_BOUNDED_ERROR(load_image(path), "huge.jpg: 1099511627776 bytes, over the limit of 134217728 bytes");
+  EXPECT_BOUNDED_ERROR(load_image(path),
+                       "huge.jpg: 1099511627776 bytes, over the limit of 134217728 bytes");
 }
 
 TEST(InputFile, StrictLoaderNamesAFileThatBecameAFifo) {
@@ -54,7 +57,8 @@ TEST(InputFile, StrictLoaderNamesAFileThatBecameAFifo) {
   // a FIFO. Strict mode must end the epoch with an error naming it, not block a worker.
   TempDir dir;
   fs::create_directory(dir / "cat");
-  for (const char* name : {"a.png", "b.png"}) write_file(dir / ("cat/" + std::string(name)), encode_png(solid_image(4, 4, 3, 9)));
+  for (const char* name : {"a.png", "b.png"})
+    write_file(dir / ("cat/" + std::string(name)), encode_png(solid_image(4, 4, 3, 9)));
   ImageFolder folder(dir.path());
   fs::remove(dir / "cat/b.png");
   ASSERT_EQ(::mkfifo((dir / "cat/b.png").c_str(), 0644), 0);

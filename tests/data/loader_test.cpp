@@ -32,7 +32,8 @@ class ToyDataset : public Dataset {
       requested.insert(index);
     }
     if (delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    if (bad.count(index)) throw BadSample(::loom::detail::concat("/toy/", index, ".jpg: not a readable JPEG"));
+    if (bad.count(index))
+      throw BadSample(::loom::detail::concat("/toy/", index, ".jpg: not a readable JPEG"));
     if (index == crash_at) throw std::runtime_error("toy dataset exploded");
     if (index == odd_shape_at) return Example{random_image(3, 3, 3, index), index};
     return Example{image(index), index};
@@ -153,7 +154,8 @@ TEST(DataLoader, StartingAtBatchKGivesTheRestOfTheEpoch) {
       while (auto b = seeked.next()) {
         ASSERT_LT(next, reference.size());
         EXPECT_EQ(b->index, reference[next].index);
-        EXPECT_EQ(labels_of(*b), labels_of(reference[next])) << "batch " << next << ", " << workers << " workers";
+        EXPECT_EQ(labels_of(*b), labels_of(reference[next]))
+            << "batch " << next << ", " << workers << " workers";
         EXPECT_EQ(b->images.to_vector<float>(), reference[next].images.to_vector<float>());
         ++next;
       }
@@ -224,7 +226,7 @@ TEST(DataLoader, WorkerExceptionReachesCaller) {
     } catch (const std::runtime_error& e) {
       EXPECT_STREQ(e.what(), "toy dataset exploded");
     }
-    EXPECT_EQ(good, 3);  // batches 0..2 came out in order before batch 3 failed
+    EXPECT_EQ(good, 3);           // batches 0..2 came out in order before batch 3 failed
     EXPECT_FALSE(loader.next());  // the failed epoch is over
     data.crash_at = -1;
     EXPECT_EQ(run_epoch(loader, 1).first.size(), 30u);  // and the loader is usable again
@@ -251,7 +253,7 @@ TEST(DataLoader, BadSamplesSkippedWithWarningsOrThrownInStrictMode) {
   o.on_bad_input = OnBadInput::Throw;
   DataLoader strict(data, o);
   strict.start_epoch(0);
-  EXPECT_LOOM_ERROR(while (strict.next()) {}, "/toy/2.jpg: not a readable JPEG");
+  EXPECT_LOOM_ERROR(while (strict.next()){}, "/toy/2.jpg: not a readable JPEG");
   // A batch whose samples are all bad is left out entirely.
   ToyDataset all_bad(6);
   all_bad.bad = {0, 1, 2};
@@ -277,7 +279,8 @@ TEST(DataLoader, BadConfiguration) {
   EXPECT_LOOM_ERROR(loader.next(), "call start_epoch(epoch) before next()");
   loader.start_epoch(0);
   ASSERT_TRUE(loader.next());
-  EXPECT_LOOM_ERROR(loader.next(), "sample 5 has shape [3, 3, 3] but batch 1 started with [5, 4, 3]");
+  EXPECT_LOOM_ERROR(loader.next(),
+                    "sample 5 has shape [3, 3, 3] but batch 1 started with [5, 4, 3]");
   o.batch_size = 0;
   EXPECT_LOOM_ERROR(DataLoader(data, o), "batch_size must be positive, got 0");
   o.batch_size = 2;
@@ -310,7 +313,9 @@ TEST(DistributedSampler, DisjointEqualShardsPaddedOrDropped) {
     for (int rank = 0; rank < world; ++rank) {
       DistributedSampler s(10, rank, world, true, 9, drop_last);
       const auto shard = s.indices(4);
-      EXPECT_EQ(shard, DistributedSampler(10, rank, world, true, 9, drop_last).indices(4));  // every rank agrees
+      EXPECT_EQ(
+          shard,
+          DistributedSampler(10, rank, world, true, 9, drop_last).indices(4));  // every rank agrees
       EXPECT_NE(shard, s.indices(5));  // a new permutation each epoch
       shard_size = shard.size();
       EXPECT_EQ(static_cast<int64_t>(shard_size), s.shard_size());
@@ -318,7 +323,7 @@ TEST(DistributedSampler, DisjointEqualShardsPaddedOrDropped) {
     }
     const std::set<int64_t> distinct(all.begin(), all.end());
     if (drop_last) {
-      EXPECT_EQ(shard_size, 3u);  // floor(10 / 3)
+      EXPECT_EQ(shard_size, 3u);       // floor(10 / 3)
       EXPECT_EQ(distinct.size(), 9u);  // disjoint, one sample dropped
     } else {
       EXPECT_EQ(shard_size, 4u);  // ceil(10 / 3); 2 samples repeated as padding

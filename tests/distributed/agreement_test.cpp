@@ -37,7 +37,8 @@ void run_ranks(int size, Path path, const std::function<void(ProcessGroup&)>& fn
 std::vector<bool> answers(const std::vector<uint64_t>& values, Path path) {
   std::vector<char> out(values.size());
   run_ranks(static_cast<int>(values.size()), path, [&](ProcessGroup& g) {
-    out[static_cast<size_t>(g.rank())] = all_equal(g, values[static_cast<size_t>(g.rank())]) ? 1 : 0;
+    out[static_cast<size_t>(g.rank())] =
+        all_equal(g, values[static_cast<size_t>(g.rank())]) ? 1 : 0;
   });
   return std::vector<bool>(out.begin(), out.end());
 }
@@ -47,10 +48,12 @@ class AllEqual : public ::testing::TestWithParam<Path> {};
 TEST_P(AllEqual, EveryRankAnswersTheSame) {
   const uint64_t v = 0x9e3779b97f4a7c15ull;
   EXPECT_EQ(answers({v, v, v, v}, GetParam()), std::vector<bool>(4, true));
-  EXPECT_EQ(answers({v, v, v ^ 1, v}, GetParam()), std::vector<bool>(4, false));          // low half
-  EXPECT_EQ(answers({v, v ^ (1ull << 40), v}, GetParam()), std::vector<bool>(3, false));  // high half
-  EXPECT_EQ(answers({v ^ (1ull << 63), v}, GetParam()), std::vector<bool>(2, false));     // the top bit
-  EXPECT_EQ(answers({0, ~0ull}, GetParam()), std::vector<bool>(2, false));                // the extremes
+  EXPECT_EQ(answers({v, v, v ^ 1, v}, GetParam()), std::vector<bool>(4, false));  // low half
+  EXPECT_EQ(answers({v, v ^ (1ull << 40), v}, GetParam()),
+            std::vector<bool>(3, false));  // high half
+  EXPECT_EQ(answers({v ^ (1ull << 63), v}, GetParam()),
+            std::vector<bool>(2, false));                                   // the top bit
+  EXPECT_EQ(answers({0, ~0ull}, GetParam()), std::vector<bool>(2, false));  // the extremes
   EXPECT_EQ(answers({~0ull, ~0ull, ~0ull}, GetParam()), std::vector<bool>(3, true));
 }
 
@@ -69,7 +72,9 @@ TEST_P(AllEqual, RoundAfterRoundInTheGroupsOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, AllEqual, ::testing::Values(Path::SharedMemory, Path::Collective),
-                         [](const auto& info) { return info.param == Path::SharedMemory ? "SharedMemory" : "Collective"; });
+                         [](const auto& info) {
+                           return info.param == Path::SharedMemory ? "SharedMemory" : "Collective";
+                         });
 
 TEST(AllEqualAlone, AWorldOfOneAgreesWithoutACollective) {
   const GroupPtr g = make_threads_groups(1, kCPU)[0];
@@ -88,10 +93,14 @@ TEST(AllEqualAlone, ARankThatFailsEndsTheOthersWaitWithAnError) {
   const auto start = std::chrono::steady_clock::now();
   SpawnOptions options;
   options.group.timeout = testing::scaled(60s, 110s);  // past the bound below, inside CTest's 120 s
-  EXPECT_LOOM_ERROR(spawn(3, kCPU, [](ProcessGroup& g) {
-    if (g.rank() == 2) throw Error("rank 2 gives up");
-    all_equal(g, 1);  // rank 2 never arrives
-  }, options), "rank 2 failed: rank 2 gives up");
+  EXPECT_LOOM_ERROR(spawn(
+                        3, kCPU,
+                        [](ProcessGroup& g) {
+                          if (g.rank() == 2) throw Error("rank 2 gives up");
+                          all_equal(g, 1);  // rank 2 never arrives
+                        },
+                        options),
+                    "rank 2 failed: rank 2 gives up");
   EXPECT_LT(std::chrono::steady_clock::now() - start, testing::scaled(20s, 80s));
 }
 
@@ -99,15 +108,19 @@ TEST(AllEqualAlone, ARankThatNeverArrivesIsATimeout) {
   SpawnOptions options;
   options.group.timeout = 200ms;
   std::string error;
-  EXPECT_LOOM_ERROR(spawn(2, kCPU, [&](ProcessGroup& g) {
-    if (g.rank() == 1) return;
-    try {
-      all_equal(g, 1);
-    } catch (const Error& e) {
-      error = e.what();
-      throw;
-    }
-  }, options), "rank 0 failed");
+  EXPECT_LOOM_ERROR(spawn(
+                        2, kCPU,
+                        [&](ProcessGroup& g) {
+                          if (g.rank() == 1) return;
+                          try {
+                            all_equal(g, 1);
+                          } catch (const Error& e) {
+                            error = e.what();
+                            throw;
+                          }
+                        },
+                        options),
+                    "rank 0 failed");
   EXPECT_NE(error.find("agreeing with the other ranks timed out"), std::string::npos) << error;
 }
 

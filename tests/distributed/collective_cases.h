@@ -5,11 +5,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <loom/loom.h>
 
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 #include "loom/distributed/distributed.h"
 
@@ -24,15 +23,21 @@ inline Tensor rank_tensor(const dist::ProcessGroup& g, int64_t n, DType dtype, i
   return from_vector(v, {n}, TensorOptions(dtype)).to(g.device());
 }
 
-inline std::vector<double> host_values(const Tensor& t) { return t.cpu().to(kFloat64).to_vector<double>(); }
+inline std::vector<double> host_values(const Tensor& t) {
+  return t.cpu().to(kFloat64).to_vector<double>();
+}
 
 inline double expected_reduce(dist::ReduceOp op, int world, int64_t i) {
   const double base = i % 7 + 1;
   switch (op) {
-    case dist::ReduceOp::Sum: return base * world * (world + 1) / 2;
-    case dist::ReduceOp::Avg: return base * (world + 1) / 2.0;
-    case dist::ReduceOp::Max: return base * world;
-    case dist::ReduceOp::Min: return base;
+    case dist::ReduceOp::Sum:
+      return base * world * (world + 1) / 2;
+    case dist::ReduceOp::Avg:
+      return base * (world + 1) / 2.0;
+    case dist::ReduceOp::Max:
+      return base * world;
+    case dist::ReduceOp::Min:
+      return base;
   }
   return 0;
 }
@@ -65,13 +70,16 @@ inline void check_all_collectives(dist::ProcessGroup& g, DType dtype, int64_t n)
   for (int root = 0; root < world; ++root) {
     Tensor t = rank_tensor(g, n, dtype);
     g.broadcast(t, root)->wait();
-    LOOM_EXPECT_VALUES(host_values(t), rank_value(root, int64_t(i)), "broadcast root " << root << " " << tag);
+    LOOM_EXPECT_VALUES(host_values(t), rank_value(root, int64_t(i)),
+                       "broadcast root " << root << " " << tag);
   }
   {
     Tensor in = rank_tensor(g, n, dtype);
     Tensor out = full({world * n}, -1.0, TensorOptions(dtype).device(g.device()));
     g.all_gather(out, in)->wait();
-    LOOM_EXPECT_VALUES(host_values(out), rank_value(static_cast<int>(int64_t(i) / std::max<int64_t>(n, 1)), int64_t(i) % std::max<int64_t>(n, 1)),
+    LOOM_EXPECT_VALUES(host_values(out),
+                       rank_value(static_cast<int>(int64_t(i) / std::max<int64_t>(n, 1)),
+                                  int64_t(i) % std::max<int64_t>(n, 1)),
                        "all_gather " << tag);
   }
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
@@ -97,7 +105,8 @@ inline void check_queued_collectives(dist::ProcessGroup& g) {
   works.push_back(g.all_reduce(a, dist::ReduceOp::Max));  // max over ranks of the same sum
   works.push_back(g.barrier());
   for (auto it = works.rbegin(); it != works.rend(); ++it) (*it)->wait();
-  LOOM_EXPECT_VALUES(host_values(a), expected_reduce(dist::ReduceOp::Sum, world, int64_t(i)), "queued all_reduce");
+  LOOM_EXPECT_VALUES(host_values(a), expected_reduce(dist::ReduceOp::Sum, world, int64_t(i)),
+                     "queued all_reduce");
   LOOM_EXPECT_VALUES(host_values(b), rank_value(world - 1, int64_t(i)), "queued broadcast");
   for (const auto& w : works) {
     EXPECT_TRUE(w->is_completed());

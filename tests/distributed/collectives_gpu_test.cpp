@@ -18,7 +18,8 @@ TEST(NcclWorldOne, EveryCollectiveAndDtype) {
   EXPECT_EQ(std::string(g->backend()), "nccl");
   EXPECT_EQ(g->device(), kCUDA);
   for (DType dtype : all_dtypes()) {
-    for (int64_t n : {int64_t(0), int64_t(1), int64_t(1000003)}) check_all_collectives(*g, dtype, n);
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(1000003)})
+      check_all_collectives(*g, dtype, n);
   }
   check_queued_collectives(*g);
 }
@@ -63,7 +64,8 @@ TEST(NcclFaults, AnAbortedGroupRefusesCollectives) {
 TEST(NcclFaults, TensorsOnAnotherDeviceAreRefused) {
   LOOM_REQUIRE_CUDA();
   dist::GroupPtr g = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
-  EXPECT_LOOM_ERROR(g->all_reduce(ones({4})), "is on cpu but this group's collectives run on cuda:0");
+  EXPECT_LOOM_ERROR(g->all_reduce(ones({4})),
+                    "is on cpu but this group's collectives run on cuda:0");
   EXPECT_LOOM_ERROR(dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, cuda_device_count()),
                     "CUDA devices are visible");
 }
@@ -74,13 +76,17 @@ TEST_P(ThreadsOnOneGpu, EveryCollectiveAndDtype) {
   LOOM_REQUIRE_CUDA();
   dist::SpawnOptions options;
   options.backend = dist::Backend::Threads;
-  dist::spawn(GetParam(), kCUDA, [](dist::ProcessGroup& g) {
-    EXPECT_EQ(g.device(), kCUDA);
-    for (DType dtype : all_dtypes()) {
-      for (int64_t n : {int64_t(0), int64_t(1), int64_t(100003)}) check_all_collectives(g, dtype, n);
-    }
-    check_queued_collectives(g);
-  }, options);
+  dist::spawn(
+      GetParam(), kCUDA,
+      [](dist::ProcessGroup& g) {
+        EXPECT_EQ(g.device(), kCUDA);
+        for (DType dtype : all_dtypes()) {
+          for (int64_t n : {int64_t(0), int64_t(1), int64_t(100003)})
+            check_all_collectives(g, dtype, n);
+        }
+        check_queued_collectives(g);
+      },
+      options);
 }
 
 TEST_P(ThreadsOnOneGpu, EachRankHasItsOwnStreamAndTheCollectiveOrdersThem) {
@@ -88,16 +94,19 @@ TEST_P(ThreadsOnOneGpu, EachRankHasItsOwnStreamAndTheCollectiveOrdersThem) {
   dist::SpawnOptions options;
   options.backend = dist::Backend::Threads;
   std::vector<cuda::StreamHandle> streams(GetParam());
-  dist::spawn(GetParam(), kCUDA, [&](dist::ProcessGroup& g) {
-    streams[static_cast<size_t>(g.rank())] = cuda::current_stream(0);
-    // Each rank's input is still being computed on its own stream when the collective starts.
-    Tensor t = full({1 << 22}, 1.0, kCUDA) * static_cast<double>(g.rank() + 1);
-    g.all_reduce(t)->wait_stream();
-    const float want = g.size() * (g.size() + 1) / 2.0f;
-    const std::vector<float> got = (t + 0).cpu().to_vector<float>();
-    EXPECT_EQ(got.front(), want);
-    EXPECT_EQ(got.back(), want);
-  }, options);
+  dist::spawn(
+      GetParam(), kCUDA,
+      [&](dist::ProcessGroup& g) {
+        streams[static_cast<size_t>(g.rank())] = cuda::current_stream(0);
+        // Each rank's input is still being computed on its own stream when the collective starts.
+        Tensor t = full({1 << 22}, 1.0, kCUDA) * static_cast<double>(g.rank() + 1);
+        g.all_reduce(t)->wait_stream();
+        const float want = g.size() * (g.size() + 1) / 2.0f;
+        const std::vector<float> got = (t + 0).cpu().to_vector<float>();
+        EXPECT_EQ(got.front(), want);
+        EXPECT_EQ(got.back(), want);
+      },
+      options);
   for (size_t r = 1; r < streams.size(); ++r) EXPECT_NE(streams[r], streams[0]);
 }
 
@@ -105,11 +114,15 @@ TEST_P(ThreadsOnOneGpu, ARankThatThrowsFailsTheOthers) {
   LOOM_REQUIRE_CUDA();
   dist::SpawnOptions options;
   options.backend = dist::Backend::Threads;
-  EXPECT_LOOM_ERROR(dist::spawn(GetParam(), kCUDA, [](dist::ProcessGroup& g) {
-    if (g.rank() == g.size() - 1) throw Error("out of data");
-    Tensor t = ones({16}, kCUDA);
-    g.all_reduce(t)->wait();
-  }, options), "failed: out of data");
+  EXPECT_LOOM_ERROR(dist::spawn(
+                        GetParam(), kCUDA,
+                        [](dist::ProcessGroup& g) {
+                          if (g.rank() == g.size() - 1) throw Error("out of data");
+                          Tensor t = ones({16}, kCUDA);
+                          g.all_reduce(t)->wait();
+                        },
+                        options),
+                    "failed: out of data");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ThreadsOnOneGpu, ::testing::Values(2, 4));

@@ -31,7 +31,8 @@ class RunsBackwards : public nn::Module {
 
 using MakeModel = std::function<nn::ModulePtr()>;
 
-dist::DdpStepStats one_backward(const MakeModel& make, const Tensor& x, const dist::DdpOptions& options) {
+dist::DdpStepStats one_backward(const MakeModel& make, const Tensor& x,
+                                const dist::DdpOptions& options) {
   dist::DdpStepStats stats;
   dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
     dist::DistributedDataParallel ddp(make(), g.shared_from_this(), options);
@@ -52,7 +53,8 @@ dist::DdpOptions small_buckets() {
 TEST(DdpBucketOrder, ABucketFinishedBeforeAnEarlierOneIsCountedAsHeldBack) {
   Generator gen(1);
   const dist::DdpStepStats stats =
-      one_backward([] { return std::make_shared<RunsBackwards>(); }, uniform({4, 64}, -1.0, 1.0, kFloat32, &gen), small_buckets());
+      one_backward([] { return std::make_shared<RunsBackwards>(); },
+                   uniform({4, 64}, -1.0, 1.0, kFloat32, &gen), small_buckets());
   EXPECT_GE(stats.buckets, 2);
   EXPECT_GE(stats.held_back, 1);
 }
@@ -62,7 +64,8 @@ TEST(DdpBucketOrder, BackwardFillsTheZooModelsBucketsInOrder) {
   // One image: the order of the gradients, not their arithmetic, is tested (and the test runs
   // under ThreadSanitizer, side by side with other tests). resnet18 takes any size its strides
   // divide; the CNNs take 64x64.
-  const Tensor x64 = uniform({1, 3, 64, 64}, 0.0, 1.0, kFloat32, &gen), x16 = uniform({1, 3, 16, 16}, 0.0, 1.0, kFloat32, &gen);
+  const Tensor x64 = uniform({1, 3, 64, 64}, 0.0, 1.0, kFloat32, &gen),
+               x16 = uniform({1, 3, 16, 16}, 0.0, 1.0, kFloat32, &gen);
   const std::vector<std::pair<const char*, MakeModel>> models = {
       {"seed_cnn", [] { return nn::seed_cnn(); }},
       {"classic_cnn", [] { return nn::classic_cnn(); }},
@@ -76,12 +79,15 @@ TEST(DdpBucketOrder, BackwardFillsTheZooModelsBucketsInOrder) {
       // resnet18's 11M parameters (made, checked and broadcast on each rank) are most of this
       // test's time; under a sanitizer (tens of times slower) it runs its telling case only.
       if (branches && options.single_bucket_bytes != 0 && testing::kSlowdown > 1) continue;
-      SCOPED_TRACE(std::string(name) + (options.single_bucket_bytes == 0 ? ", small buckets" : ", default buckets"));
-      const dist::DdpStepStats stats = one_backward(model, std::string(name) == "resnet18" ? x16 : x64, options);
+      SCOPED_TRACE(std::string(name) +
+                   (options.single_bucket_bytes == 0 ? ", small buckets" : ", default buckets"));
+      const dist::DdpStepStats stats =
+          one_backward(model, std::string(name) == "resnet18" ? x16 : x64, options);
       // With buckets of a parameter or two, resnet18's three downsample shortcuts (registered
       // after their block's second convolution, reached by backward before it) finish out of
       // order; at the default sizes every bucket holds whole blocks and none is held back.
-      const bool shortcuts_show = std::string(name) == "resnet18" && options.single_bucket_bytes == 0;
+      const bool shortcuts_show =
+          std::string(name) == "resnet18" && options.single_bucket_bytes == 0;
       EXPECT_EQ(stats.held_back, shortcuts_show ? 3 : 0) << "of " << stats.buckets << " buckets";
       EXPECT_EQ(stats.launched_during_backward, stats.buckets);
     }

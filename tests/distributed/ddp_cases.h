@@ -5,10 +5,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <loom/loom.h>
 
 #include <mutex>
-
-#include <loom/loom.h>
 
 #include "testing.h"
 
@@ -18,10 +17,12 @@ namespace loom::testing {
 inline std::shared_ptr<nn::Sequential> ddp_model(uint64_t seed) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Sequential>();
-  model->add(std::make_shared<nn::Conv2d>(3, 6, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::Conv2d>(3, 6, 3, Conv2dOptions().padding(1), true,
+                                          nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::MaxPool2d>(2));
-  model->add(std::make_shared<nn::Conv2d>(6, 8, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::Conv2d>(6, 8, 3, Conv2dOptions().padding(1), true,
+                                          nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::Flatten>());
   model->add(std::make_shared<nn::Linear>(8 * 4 * 4, 16, true, nn::Init::PyTorch, &gen));
@@ -68,8 +69,8 @@ inline std::vector<float> flat_gradients(nn::Module& m) {
 }
 
 struct TrainedRun {
-  std::vector<float> losses;      // per step: the mean over the global batch
-  std::vector<float> gradients;   // of the first step (Adam hides a gradient's scale: this does not)
+  std::vector<float> losses;     // per step: the mean over the global batch
+  std::vector<float> gradients;  // of the first step (Adam hides a gradient's scale: this does not)
   std::vector<float> parameters;  // after the last step
 };
 
@@ -78,7 +79,8 @@ struct TrainedRun {
 // 4e-5 relative after 10 steps.)
 
 // One rank, the whole global batch each step.
-inline TrainedRun train_single(const EquivalenceData& data, int64_t global, int steps, Device device) {
+inline TrainedRun train_single(const EquivalenceData& data, int64_t global, int steps,
+                               Device device) {
   auto model = ddp_model(42);
   model->to(device);
   optim::Adam adam(model->parameters(), optim::GroupOptions().with_lr(1e-3));
@@ -126,11 +128,13 @@ inline TrainedRun train_rank(dist::ProcessGroup& g, const EquivalenceData& data,
     run.losses.push_back(mean.item<float>());
     // Every rank's parameters equal rank 0's, bit for bit.
     const std::vector<float> mine = flat_parameters(*model);
-    Tensor all = empty({g.size() * static_cast<int64_t>(mine.size())}, TensorOptions(kFloat32).device(g.device()));
+    Tensor all = empty({g.size() * static_cast<int64_t>(mine.size())},
+                       TensorOptions(kFloat32).device(g.device()));
     g.all_gather(all, from_vector(mine).to(g.device()))->wait();
     const std::vector<float> every = all.cpu().to_vector<float>();
     for (int r = 1; r < g.size(); ++r) {
-      const bool same = std::equal(mine.begin(), mine.end(), every.begin() + r * mine.size(), every.begin() + (r + 1) * mine.size()) &&
+      const bool same = std::equal(mine.begin(), mine.end(), every.begin() + r * mine.size(),
+                                   every.begin() + (r + 1) * mine.size()) &&
                         std::equal(mine.begin(), mine.end(), every.begin());
       EXPECT_TRUE(same) << "step " << s << ": rank " << r << "'s parameters differ from rank 0's";
     }

@@ -28,12 +28,16 @@ TEST(DdpGpu, TwoRanksSharingTheGpuEqualOneRankWithTheirBatch) {
   std::vector<TrainedRun> ranks(2);
   dist::SpawnOptions options;
   options.backend = dist::Backend::Threads;
-  dist::spawn(2, kCUDA, [&](dist::ProcessGroup& g) {
-    ranks[static_cast<size_t>(g.rank())] = train_rank(g, data, 8, 10);
-  }, options);
+  dist::spawn(
+      2, kCUDA,
+      [&](dist::ProcessGroup& g) {
+        ranks[static_cast<size_t>(g.rank())] = train_rank(g, data, 8, 10);
+      },
+      options);
   EXPECT_LE(worst_relative(ranks[0].gradients, single.gradients), 1e-5);
   EXPECT_LE(worst_relative(ranks[0].parameters, single.parameters), 1e-5);
-  for (int s = 0; s < 10; ++s) EXPECT_NEAR(ranks[0].losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s]));
+  for (int s = 0; s < 10; ++s)
+    EXPECT_NEAR(ranks[0].losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s]));
   EXPECT_EQ(ranks[1].parameters, ranks[0].parameters);
 }
 
@@ -52,9 +56,11 @@ TEST(DdpGpu, TheFirstBucketIsReducedWhileBackwardStillRuns) {
   // been issued to NCCL by then, from the hooks, not after backward.
   uint64_t issued_before_first_layer = 0;
   const uint64_t before = g->next_sequence_number();
-  model->named_parameters().at("0.weight").register_post_accumulate_hook(
-      [&](Tensor&) { issued_before_first_layer = g->next_sequence_number() - before; });
-  nn::binary_cross_entropy_with_logits(ddp.forward(randn({4, 3, 8, 8}, kCUDA)), ones({4, 1}, kCUDA)).backward();
+  model->named_parameters().at("0.weight").register_post_accumulate_hook([&](Tensor&) {
+    issued_before_first_layer = g->next_sequence_number() - before;
+  });
+  nn::binary_cross_entropy_with_logits(ddp.forward(randn({4, 3, 8, 8}, kCUDA)), ones({4, 1}, kCUDA))
+      .backward();
   EXPECT_GE(issued_before_first_layer, ddp.buckets().size() - 1);
   EXPECT_EQ(ddp.last_step().launched_during_backward, static_cast<int>(ddp.buckets().size()));
 }

@@ -27,11 +27,13 @@ TEST_P(DdpEquivalence, NRanksOfBatchBEqualOneRankOfBatchNB) {
     ranks[static_cast<size_t>(g.rank())] = train_rank(g, data, global, kSteps);
   });
   for (int s = 0; s < kSteps; ++s) {
-    EXPECT_NEAR(ranks[0].losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s])) << "step " << s;
+    EXPECT_NEAR(ranks[0].losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s]))
+        << "step " << s;
   }
   EXPECT_LE(worst_relative(ranks[0].gradients, single.gradients), 1e-5);
   EXPECT_LE(worst_relative(ranks[0].parameters, single.parameters), 1e-5);
-  for (int r = 1; r < world; ++r) EXPECT_EQ(ranks[r].parameters, ranks[0].parameters) << "rank " << r;
+  for (int r = 1; r < world; ++r)
+    EXPECT_EQ(ranks[r].parameters, ranks[0].parameters) << "rank " << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DdpEquivalence, ::testing::Values(2, 4, 8));
@@ -56,7 +58,8 @@ TEST(Ddp, ChannelsLastParametersReduceInTheirArenaAndEqualTheNchwOneRankRun) {
   const TrainedRun single = train_single(data, 8, kSteps, kCPU);
   std::vector<TrainedRun> ranks(2);
   dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
-    ranks[static_cast<size_t>(g.rank())] = train_rank(g, data, 8, kSteps, {}, MemoryFormat::ChannelsLast);
+    ranks[static_cast<size_t>(g.rank())] =
+        train_rank(g, data, 8, kSteps, {}, MemoryFormat::ChannelsLast);
   });
   EXPECT_LE(worst_relative(ranks[0].gradients, single.gradients), 1e-5);
   EXPECT_LE(worst_relative(ranks[0].parameters, single.parameters), 1e-5);
@@ -73,7 +76,8 @@ TEST(Ddp, AModelLaidOutAfterWrappingReducesTheSameGradients) {
       auto model = ddp_model(3);
       dist::DistributedDataParallel ddp(model, g.shared_from_this());
       if (relaid) model->to(MemoryFormat::ChannelsLast);
-      const Tensor x = rank_rows(data.images, 0, 8, g.rank(), 2), y = rank_rows(data.labels, 0, 8, g.rank(), 2);
+      const Tensor x = rank_rows(data.images, 0, 8, g.rank(), 2),
+                   y = rank_rows(data.labels, 0, 8, g.rank(), 2);
       nn::binary_cross_entropy_with_logits(ddp.forward(x), y).backward();
       grads.push_back(flat_gradients(*model));
     }
@@ -98,7 +102,8 @@ TEST(Ddp, BucketsFollowReverseRegistrationOrderAndStartDuringBackward) {
     uint64_t sequence_when_first_layer_done = 0;
     Tensor first_weight = model->named_parameters().at("0.weight");
     const uint64_t before = g.next_sequence_number();
-    first_weight.register_post_accumulate_hook([&](Tensor&) { sequence_when_first_layer_done = g.next_sequence_number(); });
+    first_weight.register_post_accumulate_hook(
+        [&](Tensor&) { sequence_when_first_layer_done = g.next_sequence_number(); });
     Tensor x = randn({4, 3, 8, 8});
     nn::binary_cross_entropy_with_logits(ddp.forward(x), ones({4, 1})).backward();
     EXPECT_GE(sequence_when_first_layer_done, before + buckets.size() - 1)
@@ -130,7 +135,8 @@ TEST(Ddp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
     auto model = ddp_model(3);
     dist::DistributedDataParallel ddp(model, g.shared_from_this());
     for (int m = 0; m < 3; ++m) {
-      Tensor x = rank_rows(data.images, m, 4, g.rank(), 2), y = rank_rows(data.labels, m, 4, g.rank(), 2);
+      Tensor x = rank_rows(data.images, m, 4, g.rank(), 2),
+             y = rank_rows(data.labels, m, 4, g.rank(), 2);
       if (m < 2) {
         auto guard = ddp.no_sync();
         nn::binary_cross_entropy_with_logits(ddp.forward(x), y).backward();
@@ -161,7 +167,8 @@ TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
     EXPECT_LOOM_ERROR(ddp.exposed_communication_ms(), "call time_exposed_communication(true)");
     ddp.time_exposed_communication(true);
     auto step = [&](int64_t m) {
-      Tensor x = rank_rows(data.images, m, 4, g.rank(), 2), y = rank_rows(data.labels, m, 4, g.rank(), 2);
+      Tensor x = rank_rows(data.images, m, 4, g.rank(), 2),
+             y = rank_rows(data.labels, m, 4, g.rank(), 2);
       nn::binary_cross_entropy_with_logits(ddp.forward(x), y).backward();
     };
     step(0);
@@ -176,8 +183,8 @@ TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
     if (g.rank() == 0) {
       for (Tensor p : params) p.register_post_accumulate_hook([&](Tensor&) { ++rank0_gradients; });
     } else {
-      const auto give_up =
-          std::chrono::steady_clock::now() + scaled(std::chrono::seconds(10), std::chrono::seconds(60));
+      const auto give_up = std::chrono::steady_clock::now() +
+                           scaled(std::chrono::seconds(10), std::chrono::seconds(60));
       while (rank0_gradients.load() < params.size() && std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
@@ -192,7 +199,8 @@ TEST(Ddp, ExposedCommunicationIsTheStallWaitingForALateRank) {
   ASSERT_EQ(stalls[1].size(), 2u);
   const double late_ms = static_cast<double>(late.count());
   EXPECT_GE(stalls[0][1], 0.75 * late_ms);
-  EXPECT_LT(stalls[1][1], stalls[0][1] - 0.5 * late_ms) << "the late rank finds its all-reduce done or nearly";
+  EXPECT_LT(stalls[1][1], stalls[0][1] - 0.5 * late_ms)
+      << "the late rank finds its all-reduce done or nearly";
 }
 
 // A model whose second branch is used only when asked.
@@ -202,7 +210,9 @@ class TwoHeads : public nn::Module {
     a_ = register_module("a", std::make_shared<nn::Linear>(4, 1));
     b_ = register_module("b", std::make_shared<nn::Linear>(4, 1));
   }
-  Tensor forward(const Tensor& x) override { return use_second_ ? a_->forward(x) + b_->forward(x) : a_->forward(x); }
+  Tensor forward(const Tensor& x) override {
+    return use_second_ ? a_->forward(x) + b_->forward(x) : a_->forward(x);
+  }
   std::string type_name() const override { return "TwoHeads"; }
   bool use_second_;
 
@@ -212,18 +222,24 @@ class TwoHeads : public nn::Module {
 
 TEST(Ddp, AParameterWithoutAGradientIsAnErrorNamingItOnEveryRank) {
   std::atomic<int> named{0};
-  EXPECT_THROW(dist::spawn(2, kCPU, [&](dist::ProcessGroup& g) {
-    try {
-      // The rank that finds the missing gradient first aborts the group: the other may get
-      // the error while it is still constructing its DDP.
-      dist::DistributedDataParallel ddp(std::make_shared<TwoHeads>(false), g.shared_from_this());
-      loom::sum(ddp.forward(randn({3, 4}))).backward();
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      if (what.find("'b.") != std::string::npos && what.find("find_unused_parameters") != std::string::npos) ++named;
-      throw;
-    }
-  }), Error);
+  EXPECT_THROW(dist::spawn(2, kCPU,
+                           [&](dist::ProcessGroup& g) {
+                             try {
+                               // The rank that finds the missing gradient first aborts the group:
+                               // the other may get the error while it is still constructing its
+                               // DDP.
+                               dist::DistributedDataParallel ddp(std::make_shared<TwoHeads>(false),
+                                                                 g.shared_from_this());
+                               loom::sum(ddp.forward(randn({3, 4}))).backward();
+                             } catch (const Error& e) {
+                               const std::string what = e.what();
+                               if (what.find("'b.") != std::string::npos &&
+                                   what.find("find_unused_parameters") != std::string::npos)
+                                 ++named;
+                               throw;
+                             }
+                           }),
+               Error);
   EXPECT_EQ(named.load(), 2);
 }
 
@@ -235,24 +251,29 @@ TEST(Ddp, FindUnusedParametersReducesThemAsZeros) {
     dist::DistributedDataParallel ddp(model, g.shared_from_this(), options);
     loom::sum(ddp.forward(full({3, 4}, 1.0))).backward();
     // b's gradient is rank 0's (3 per weight: three rows of ones) averaged with rank 1's zeros.
-    const std::vector<float> gb = model->named_parameters().at("b.weight").grad().to_vector<float>();
+    const std::vector<float> gb =
+        model->named_parameters().at("b.weight").grad().to_vector<float>();
     for (float v : gb) EXPECT_FLOAT_EQ(v, 1.5f);
   });
 }
 
 TEST(Ddp, ModelsThatDifferAcrossRanksAreAnErrorOnEveryRank) {
   std::atomic<int> named{0};
-  EXPECT_THROW(dist::spawn(3, kCPU, [&](dist::ProcessGroup& g) {
-    auto model = std::make_shared<nn::Sequential>();
-    model->add(std::make_shared<nn::Linear>(4, g.rank() == 2 ? 5 : 3));
-    try {
-      dist::DistributedDataParallel ddp(model, g.shared_from_this());
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      if (what.find("'0.weight' float32 [3, 4] on rank 0 but '0.weight' float32 [5, 4] on rank 2") != std::string::npos) ++named;
-      throw;
-    }
-  }), Error);
+  EXPECT_THROW(dist::spawn(3, kCPU,
+                           [&](dist::ProcessGroup& g) {
+                             auto model = std::make_shared<nn::Sequential>();
+                             model->add(std::make_shared<nn::Linear>(4, g.rank() == 2 ? 5 : 3));
+                             try {
+                               dist::DistributedDataParallel ddp(model, g.shared_from_this());
+                             } catch (const Error& e) {
+                               const std::string what = e.what();
+                               if (what.find("'0.weight' float32 [3, 4] on rank 0 but '0.weight' "
+                                             "float32 [5, 4] on rank 2") != std::string::npos)
+                                 ++named;
+                               throw;
+                             }
+                           }),
+               Error);
   EXPECT_EQ(named.load(), 3);
 }
 
@@ -276,8 +297,10 @@ TEST(Ddp, RankZerosParametersAndBuffersReachEveryRank) {
 
 TEST(Ddp, ANullModuleOrGroupIsAnError) {
   dist::spawn(1, kCPU, [&](dist::ProcessGroup& g) {
-    EXPECT_LOOM_ERROR(dist::DistributedDataParallel(nullptr, g.shared_from_this()), "the module is null");
-    EXPECT_LOOM_ERROR(dist::DistributedDataParallel(ddp_model(1), nullptr), "the process group is null");
+    EXPECT_LOOM_ERROR(dist::DistributedDataParallel(nullptr, g.shared_from_this()),
+                      "the module is null");
+    EXPECT_LOOM_ERROR(dist::DistributedDataParallel(ddp_model(1), nullptr),
+                      "the process group is null");
   });
 }
 
@@ -310,7 +333,8 @@ TEST(DdpBatchNorm, Resnet18RanksStayIdenticalAndFollowTheOneRankLoss) {
     optim::Adam adam(model->parameters(), optim::GroupOptions().with_lr(1e-3));
     for (int s = 0; s < steps; ++s) {
       adam.zero_grad();
-      Tensor loss = loss_of(*model, images.narrow(0, s * global, global), labels.narrow(0, s * global, global));
+      Tensor loss = loss_of(*model, images.narrow(0, s * global, global),
+                            labels.narrow(0, s * global, global));
       loss.backward();
       adam.step();
       single.push_back(loss.item<float>());
@@ -324,7 +348,8 @@ TEST(DdpBatchNorm, Resnet18RanksStayIdenticalAndFollowTheOneRankLoss) {
     optim::Adam adam(ddp->parameters(), optim::GroupOptions().with_lr(1e-3));
     for (int s = 0; s < steps; ++s) {
       adam.zero_grad();
-      Tensor loss = loss_of(*ddp, rank_rows(images, s, global, g.rank(), world), rank_rows(labels, s, global, g.rank(), world));
+      Tensor loss = loss_of(*ddp, rank_rows(images, s, global, g.rank(), world),
+                            rank_rows(labels, s, global, g.rank(), world));
       loss.backward();
       adam.step();
       Tensor mean = loss.detach().reshape({1}).contiguous().clone();
@@ -335,7 +360,8 @@ TEST(DdpBatchNorm, Resnet18RanksStayIdenticalAndFollowTheOneRankLoss) {
   });
   EXPECT_EQ(parameters[1], parameters[0]) << "the ranks' parameters differ";
   double worst = 0;
-  for (int s = 0; s < steps; ++s) worst = std::max(worst, std::abs(double(losses[0][s]) - single[s]) / single[s]);
+  for (int s = 0; s < steps; ++s)
+    worst = std::max(worst, std::abs(double(losses[0][s]) - single[s]) / single[s]);
   std::printf("worst relative loss difference over %d steps: %.3g\n", steps, worst);
   // Batch statistics over 8 samples are not those over 16, from the first forward on: the losses
   // differ by what the data makes them differ, not by a bug (the ranks' identity above is

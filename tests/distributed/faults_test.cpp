@@ -33,38 +33,45 @@ std::string spawn_error(int world, const std::function<void(dist::ProcessGroup&)
 TEST(Faults, ARankThatThrowsFailsThePendingCollectivesOfTheOthers) {
   // The deadline is far: the others must fail because rank 1 threw, not by timing out.
   std::atomic<int> failed_fast{0};
-  const std::string error = spawn_error(4, [&](dist::ProcessGroup& g) {
-    if (g.rank() == 1) throw Error("the data of rank 1 ran out");
-    Tensor t = ones({8});
-    try {
-      g.all_reduce(t)->wait();
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      if (what.find("rank 1 failed: the data of rank 1 ran out") != std::string::npos &&
-          what.find("all_reduce #0") != std::string::npos) {
-        ++failed_fast;
-      }
-      throw;
-    }
-  }, with_timeout(10min));
-  EXPECT_NE(error.find("spawn: rank 1 failed: the data of rank 1 ran out"), std::string::npos) << error;
+  const std::string error = spawn_error(
+      4,
+      [&](dist::ProcessGroup& g) {
+        if (g.rank() == 1) throw Error("the data of rank 1 ran out");
+        Tensor t = ones({8});
+        try {
+          g.all_reduce(t)->wait();
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          if (what.find("rank 1 failed: the data of rank 1 ran out") != std::string::npos &&
+              what.find("all_reduce #0") != std::string::npos) {
+            ++failed_fast;
+          }
+          throw;
+        }
+      },
+      with_timeout(10min));
+  EXPECT_NE(error.find("spawn: rank 1 failed: the data of rank 1 ran out"), std::string::npos)
+      << error;
   EXPECT_EQ(failed_fast.load(), 3);
 }
 
 TEST(Faults, ARankThatNeverArrivesIsATimeoutNamingTheCollective) {
   std::string rank0_error;
-  const std::string error = spawn_error(2, [&](dist::ProcessGroup& g) {
-    if (g.rank() == 1) return;  // never calls the collective
-    Tensor t = ones({2, 3});
-    try {
-      g.all_reduce(t)->wait();
-    } catch (const Error& e) {
-      rank0_error = e.what();
-      throw;
-    }
-  }, with_timeout(300ms));
-  for (const char* part : {"rank 0 of 2 (threads)", "all_reduce #0 (sum, float32 [2, 3])", "timed out",
-                           "ranks [1] had not arrived"}) {
+  const std::string error = spawn_error(
+      2,
+      [&](dist::ProcessGroup& g) {
+        if (g.rank() == 1) return;  // never calls the collective
+        Tensor t = ones({2, 3});
+        try {
+          g.all_reduce(t)->wait();
+        } catch (const Error& e) {
+          rank0_error = e.what();
+          throw;
+        }
+      },
+      with_timeout(300ms));
+  for (const char* part : {"rank 0 of 2 (threads)", "all_reduce #0 (sum, float32 [2, 3])",
+                           "timed out", "ranks [1] had not arrived"}) {
     EXPECT_NE(rank0_error.find(part), std::string::npos) << part << " not in: " << rank0_error;
   }
   EXPECT_NE(error.find("rank 0 failed"), std::string::npos) << error;
@@ -75,12 +82,15 @@ TEST(Faults, DifferentCollectivesOnTheRanksNameBothSides) {
   spawn_error(2, [&](dist::ProcessGroup& g) {
     Tensor t = ones({5});
     try {
-      if (g.rank() == 0) g.all_reduce(t)->wait();
-      else g.broadcast(t, 0)->wait();
+      if (g.rank() == 0)
+        g.all_reduce(t)->wait();
+      else
+        g.broadcast(t, 0)->wait();
     } catch (const Error& e) {
       const std::string what = e.what();
-      if (what.find("collectives differ across ranks: rank 0 called all_reduce #0 (sum, float32 [5]) "
-                    "but rank 1 called broadcast #0 (root 0, float32 [5])") != std::string::npos) {
+      if (what.find(
+              "collectives differ across ranks: rank 0 called all_reduce #0 (sum, float32 [5]) "
+              "but rank 1 called broadcast #0 (root 0, float32 [5])") != std::string::npos) {
         ++named_both;
       }
     }
@@ -95,7 +105,9 @@ TEST(Faults, DifferentSizesOnTheRanksAreAMismatch) {
     try {
       g.all_reduce(t)->wait();
     } catch (const Error& e) {
-      if (std::string(e.what()).find("rank 2 called all_reduce #0 (sum, float32 [4])") != std::string::npos) ++errors;
+      if (std::string(e.what()).find("rank 2 called all_reduce #0 (sum, float32 [4])") !=
+          std::string::npos)
+        ++errors;
     }
   });
   EXPECT_EQ(errors.load(), 3);
@@ -120,10 +132,12 @@ TEST(Faults, BadArgumentsAreClearErrors) {
     Tensor m = ones({3, 4});
     EXPECT_LOOM_ERROR(g.all_reduce(m.t()), "must be contiguous");
     EXPECT_LOOM_ERROR(g.all_reduce(Tensor()), "undefined");
-    EXPECT_LOOM_ERROR(g.all_reduce(ones({3}, kInt64), dist::ReduceOp::Avg), "avg needs a floating dtype");
+    EXPECT_LOOM_ERROR(g.all_reduce(ones({3}, kInt64), dist::ReduceOp::Avg),
+                      "avg needs a floating dtype");
     EXPECT_LOOM_ERROR(g.broadcast(m, 2), "root 2 is not a rank of a group of 2");
     EXPECT_LOOM_ERROR(g.all_gather(ones({5}), ones({3})), "need 6");
-    EXPECT_LOOM_ERROR(g.all_gather(ones({6}, kInt32), ones({3})), "output is int32 but input is float32");
+    EXPECT_LOOM_ERROR(g.all_gather(ones({6}, kInt32), ones({3})),
+                      "output is int32 but input is float32");
     EXPECT_LOOM_ERROR(g.reduce_scatter(ones({2}), ones({3})), "need 4");
     Tensor both = ones({8});
     EXPECT_LOOM_ERROR(g.all_gather(both, both.narrow(0, 0, 4)), "overlap");
@@ -132,27 +146,34 @@ TEST(Faults, BadArgumentsAreClearErrors) {
 }
 
 TEST(Faults, SpawnRefusesBadWorldSizes) {
-  EXPECT_LOOM_ERROR(dist::spawn(0, kCPU, [](dist::ProcessGroup&) {}), "world size must be at least 1, got 0");
+  EXPECT_LOOM_ERROR(dist::spawn(0, kCPU, [](dist::ProcessGroup&) {}),
+                    "world size must be at least 1, got 0");
   const int gpus = cuda_device_count();
   if (built_with_cuda()) {
-    EXPECT_LOOM_ERROR(dist::spawn(gpus + 1, kCUDA, [](dist::ProcessGroup&) {}),
-                      std::to_string(gpus + 1) + " GPUs but " + std::to_string(gpus) + " are visible");
+    EXPECT_LOOM_ERROR(
+        dist::spawn(gpus + 1, kCUDA, [](dist::ProcessGroup&) {}),
+        std::to_string(gpus + 1) + " GPUs but " + std::to_string(gpus) + " are visible");
   } else {
     EXPECT_LOOM_ERROR(dist::spawn(2, kCUDA, [](dist::ProcessGroup&) {}), "built without CUDA");
   }
   dist::SpawnOptions mpi;
   mpi.backend = dist::Backend::Mpi;
-  EXPECT_LOOM_ERROR(dist::spawn(2, kCPU, [](dist::ProcessGroup&) {}, mpi), "must be threads or nccl");
+  EXPECT_LOOM_ERROR(dist::spawn(
+                        2, kCPU, [](dist::ProcessGroup&) {}, mpi),
+                    "must be threads or nccl");
 }
 
 TEST(Faults, AWorkWaitedTwiceThrowsTwice) {
-  spawn_error(2, [&](dist::ProcessGroup& g) {
-    if (g.rank() == 1) return;
-    dist::WorkPtr w = g.barrier();
-    EXPECT_THROW(w->wait(), Error);
-    EXPECT_THROW(w->wait(), Error);
-    EXPECT_TRUE(w->is_failed());
-  }, with_timeout(100ms));
+  spawn_error(
+      2,
+      [&](dist::ProcessGroup& g) {
+        if (g.rank() == 1) return;
+        dist::WorkPtr w = g.barrier();
+        EXPECT_THROW(w->wait(), Error);
+        EXPECT_THROW(w->wait(), Error);
+        EXPECT_TRUE(w->is_failed());
+      },
+      with_timeout(100ms));
 }
 
 }  // namespace

@@ -19,11 +19,11 @@ class Environment : public ::testing::Test {
 
  private:
   static void clear() {
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                             "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",
-                             "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST",
-                             "SLURM_JOB_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                             "MASTER_ADDR", "MASTER_PORT"}) {
+    for (const char* name :
+         {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+          "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_LOCALID",
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "RANK", "WORLD_SIZE",
+          "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
       unsetenv(name);
     }
   }
@@ -95,7 +95,8 @@ TEST_F(Environment, TorchrunVariables) {
 TEST_F(Environment, MalformedValuesNameTheVariable) {
   set("RANK", "two");
   set("WORLD_SIZE", "4");
-  EXPECT_LOOM_ERROR(dist::read_launch_environment(), "RANK must be a non-negative integer, got 'two'");
+  EXPECT_LOOM_ERROR(dist::read_launch_environment(),
+                    "RANK must be a non-negative integer, got 'two'");
   set("RANK", "4");
   EXPECT_LOOM_ERROR(dist::read_launch_environment(), "rank 4 is not below the world size 4");
   set("RANK", "1");

@@ -190,7 +190,8 @@ inline int expect_a_forward_after_a_throw_mid_backward_aborts(int world, Device 
           options),
       // Named by whichever rank spawn saw fail first: rank 1 itself, or rank 0, whose pending
       // collective the abort failed.
-      "DistributedDataParallel: rank 1 of 2 (" + std::string(device.is_cuda() ? "nccl" : "threads") +
+      "DistributedDataParallel: rank 1 of 2 (" +
+          std::string(device.is_cuda() ? "nccl" : "threads") +
           "): the last backward threw after some of its buckets");
   return rank1_buckets_before_throw.load();
 }

@@ -27,10 +27,14 @@ TEST(NcclOneRank, WatchedDeviceWorkPastTheDeadlineAbortsTheGroupWithNobodyWaitin
   g->set_timeout(1ms);
   dist::WorkPtr watched = g->watch_stream("a captured step's replay");
   const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (!g->is_aborted() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(g->is_aborted()) << "the watchdog did not abort the group at the watched work's deadline";
-  EXPECT_NE(g->abort_reason().find("a captured step's replay (after collective #0) passed the group's timeout"),
-            std::string::npos) << g->abort_reason();
+  while (!g->is_aborted() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(g->is_aborted())
+      << "the watchdog did not abort the group at the watched work's deadline";
+  EXPECT_NE(g->abort_reason().find(
+                "a captured step's replay (after collective #0) passed the group's timeout"),
+            std::string::npos)
+      << g->abort_reason();
   EXPECT_LOOM_ERROR(watched->wait(), "a captured step's replay");
   EXPECT_LOOM_ERROR(g->watch_stream("a captured step's replay"), "refused: the group was aborted");
   cuda::synchronize(0);
@@ -69,7 +73,8 @@ TEST(NcclOneRank, AGraphThatCapturedACollectiveKeepsItsCommunicatorAlive) {
   const auto start = std::chrono::steady_clock::now();
   graph.reset();
   EXPECT_TRUE(alive.expired());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "closing the group waited for its timeout";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s)
+      << "closing the group waited for its timeout";
 }
 
 TEST(NcclOneRank, ACaptureStartedWhileAnEagerCollectiveRunsCapturesNotThrows) {

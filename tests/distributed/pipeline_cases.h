@@ -5,7 +5,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <loom/loom.h>
 
 #include "ddp_cases.h"
@@ -17,10 +16,11 @@ struct PipelineRun {
   std::vector<dist::PipelineStage> stages;
 };
 
-inline PipelineRun train_pipeline(const EquivalenceData& data, int64_t batch, int steps, Device device,
-                                  int stages, dist::PipelineOptions options) {
+inline PipelineRun train_pipeline(const EquivalenceData& data, int64_t batch, int steps,
+                                  Device device, int stages, dist::PipelineOptions options) {
   auto model = ddp_model(42);
-  auto pipe = std::make_shared<dist::PipelineParallel>(model, std::vector<Device>(stages, device), options);
+  auto pipe =
+      std::make_shared<dist::PipelineParallel>(model, std::vector<Device>(stages, device), options);
   optim::Adam adam(pipe->parameters(), optim::GroupOptions().with_lr(1e-3));
   PipelineRun run;
   run.stages = pipe->stages();
@@ -28,9 +28,10 @@ inline PipelineRun train_pipeline(const EquivalenceData& data, int64_t batch, in
     adam.zero_grad();
     const Tensor x = data.images.narrow(0, s * batch, batch).to(device);
     const Tensor y = data.labels.narrow(0, s * batch, batch).to(device);
-    const dist::PipelineStepResult r = pipe->train_step(x, y, [](const Tensor& out, const Tensor& target) {
-      return nn::binary_cross_entropy_with_logits(out, target);
-    });
+    const dist::PipelineStepResult r =
+        pipe->train_step(x, y, [](const Tensor& out, const Tensor& target) {
+          return nn::binary_cross_entropy_with_logits(out, target);
+        });
     EXPECT_EQ(r.outputs.shape(), (Shape{batch, 1}));
     EXPECT_EQ(r.outputs.device(), device);
     if (s == 0) run.trained.gradients = flat_gradients(*model);
@@ -43,8 +44,8 @@ inline PipelineRun train_pipeline(const EquivalenceData& data, int64_t batch, in
 
 // The pipeline's run against the unsplit one: losses, first gradients and final parameters
 // within `tolerance` relative (float32 sums in another order).
-inline void expect_same_training(const TrainedRun& pipeline, const TrainedRun& whole, double tolerance,
-                                 const std::string& what) {
+inline void expect_same_training(const TrainedRun& pipeline, const TrainedRun& whole,
+                                 double tolerance, const std::string& what) {
   ASSERT_EQ(pipeline.losses.size(), whole.losses.size()) << what;
   for (size_t s = 0; s < whole.losses.size(); ++s) {
     EXPECT_NEAR(pipeline.losses[s], whole.losses[s], tolerance * std::abs(whole.losses[s]))

@@ -19,7 +19,7 @@ TEST(PipelineGpu, EqualsTheUnsplitModelWithEveryStageOnTheGpu) {
   LOOM_REQUIRE_CUDA();
   DeterministicAlgorithmsGuard deterministic_guard;
   ConvTf32Scope full_float32(false);  // micro-batches may pick other algorithms: no TF32 rounding
-  const int64_t batch = 18;            // 4 micro-batches: 5 + 5 + 4 + 4
+  const int64_t batch = 18;           // 4 micro-batches: 5 + 5 + 4 + 4
   const EquivalenceData data = equivalence_data(batch * 10, 31);
   const TrainedRun whole = train_single(data, batch, 10, kCUDA);
   for (int stages : {2, 3, 4}) {
@@ -104,7 +104,8 @@ TEST(PipelineGpu, OneFOneBHoldsFewerActivationsThanGPipe) {
     peak[schedule] = cuda::allocator_stats(0).peak_allocated_bytes - before;
   }
   EXPECT_LT(peak[PipelineSchedule::OneFOneB] * 2, peak[PipelineSchedule::GPipe])
-      << "1F1B " << peak[PipelineSchedule::OneFOneB] << " B, GPipe " << peak[PipelineSchedule::GPipe] << " B";
+      << "1F1B " << peak[PipelineSchedule::OneFOneB] << " B, GPipe "
+      << peak[PipelineSchedule::GPipe] << " B";
 }
 
 }  // namespace

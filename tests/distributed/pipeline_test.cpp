@@ -110,7 +110,8 @@ TEST(PipelinePlan, SchedulesAreValidBoundedAndAsShortAsTheorySays) {
     for (int stages = 1; stages <= 4; ++stages) {
       for (int micro = 1; micro <= 8; ++micro) {
         const std::string what = std::string(dist::schedule_name(schedule)) + " " +
-                                 std::to_string(stages) + " stages, " + std::to_string(micro) + " micro-batches";
+                                 std::to_string(stages) + " stages, " + std::to_string(micro) +
+                                 " micro-batches";
         const auto per_stage = dist::stage_orders(schedule, stages, micro);
         const auto order = dist::issue_order(schedule, stages, micro);
         ASSERT_EQ(order.size(), 2u * stages * micro) << what;
@@ -121,23 +122,27 @@ TEST(PipelinePlan, SchedulesAreValidBoundedAndAsShortAsTheorySays) {
         for (const PipelineOp& op : order) {
           const int s = op.stage, m = op.micro_batch;
           ASSERT_LT(seen[s], per_stage[s].size()) << what;
-          EXPECT_TRUE(per_stage[s][seen[s]++] == op) << what << ": " << dist::op_str(op) << " out of order";
+          EXPECT_TRUE(per_stage[s][seen[s]++] == op)
+              << what << ": " << dist::op_str(op) << " out of order";
           if (op.kind == PipelineOp::Forward) {
             if (s > 0) EXPECT_TRUE(issued.count({0, s - 1, m})) << what << ": " << dist::op_str(op);
             most[s] = std::max(most[s], ++in_flight[s]);
           } else {
             EXPECT_TRUE(issued.count({0, s, m})) << what << ": " << dist::op_str(op);
-            if (s < stages - 1) EXPECT_TRUE(issued.count({1, s + 1, m})) << what << ": " << dist::op_str(op);
+            if (s < stages - 1)
+              EXPECT_TRUE(issued.count({1, s + 1, m})) << what << ": " << dist::op_str(op);
             --in_flight[s];
           }
           EXPECT_TRUE(issued.insert({op.kind == PipelineOp::Forward ? 0 : 1, s, m}).second) << what;
         }
         for (int s = 0; s < stages; ++s) {
           // GPipe keeps every micro-batch's activations; 1F1B at most (stages - s) of them.
-          EXPECT_EQ(most[s], schedule == PipelineSchedule::GPipe ? micro : std::min(micro, stages - s))
+          EXPECT_EQ(most[s],
+                    schedule == PipelineSchedule::GPipe ? micro : std::min(micro, stages - s))
               << what << ", stage " << s;
         }
-        EXPECT_NEAR(simulated_bubble(schedule, stages, micro), dist::theoretical_bubble(stages, micro), 1e-12)
+        EXPECT_NEAR(simulated_bubble(schedule, stages, micro),
+                    dist::theoretical_bubble(stages, micro), 1e-12)
             << what;
       }
     }
@@ -163,16 +168,18 @@ TEST_P(PipelineEquivalence, EqualsTheUnsplitModelOnTheCpu) {
   const PipelineRun pipe = train_pipeline(data, batch, 10, kCPU, c.stages, options);
   ASSERT_EQ(pipe.stages.size(), static_cast<size_t>(c.stages));
   expect_same_training(pipe.trained, whole, 1e-5,
-                       std::to_string(c.stages) + " stages, " + std::to_string(c.micro_batches) + " micro-batches, " +
-                           dist::schedule_name(c.schedule));
+                       std::to_string(c.stages) + " stages, " + std::to_string(c.micro_batches) +
+                           " micro-batches, " + dist::schedule_name(c.schedule));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    StagesMicroBatchesSchedules, PipelineEquivalence,
-    ::testing::Values(Case{2, 1, PipelineSchedule::GPipe}, Case{2, 3, PipelineSchedule::GPipe},
-                      Case{3, 4, PipelineSchedule::GPipe}, Case{4, 4, PipelineSchedule::GPipe},
-                      Case{2, 3, PipelineSchedule::OneFOneB}, Case{3, 4, PipelineSchedule::OneFOneB},
-                      Case{4, 10, PipelineSchedule::OneFOneB}));
+INSTANTIATE_TEST_SUITE_P(StagesMicroBatchesSchedules, PipelineEquivalence,
+                         ::testing::Values(Case{2, 1, PipelineSchedule::GPipe},
+                                           Case{2, 3, PipelineSchedule::GPipe},
+                                           Case{3, 4, PipelineSchedule::GPipe},
+                                           Case{4, 4, PipelineSchedule::GPipe},
+                                           Case{2, 3, PipelineSchedule::OneFOneB},
+                                           Case{3, 4, PipelineSchedule::OneFOneB},
+                                           Case{4, 10, PipelineSchedule::OneFOneB}));
 
 TEST(Pipeline, BalancesByParametersAndTakesExplicitCuts) {
   auto model = ddp_model(1);
@@ -221,7 +228,8 @@ TEST(Pipeline, WithBatchNormMicroBatchesAreGradientAccumulation) {
     auto m = std::make_shared<nn::Sequential>();
     // No bias before BatchNorm: its true gradient is zero, and Adam would turn the rounding
     // noise standing in for it into full-size steps of either sign.
-    m->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), false, nn::Init::PyTorch, &gen));
+    m->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), false,
+                                        nn::Init::PyTorch, &gen));
     m->add(std::make_shared<nn::BatchNorm2d>(4));
     m->add(std::make_shared<nn::ReLU>());
     m->add(std::make_shared<nn::Flatten>());
@@ -244,7 +252,8 @@ TEST(Pipeline, WithBatchNormMicroBatchesAreGradientAccumulation) {
     const Tensor x = data.images.narrow(0, step * 12, 12), y = data.labels.narrow(0, step * 12, 12);
     ref_adam.zero_grad();
     for (int m = 0; m < 3; ++m) {
-      (loss(reference->forward(x.narrow(0, 4 * m, 4)), y.narrow(0, 4 * m, 4)) * (1.0 / 3.0)).backward();
+      (loss(reference->forward(x.narrow(0, 4 * m, 4)), y.narrow(0, 4 * m, 4)) * (1.0 / 3.0))
+          .backward();
     }
     ref_adam.step();
     adam.zero_grad();
@@ -285,30 +294,37 @@ TEST(Pipeline, BadInputIsAClearError) {
     return nn::binary_cross_entropy_with_logits(out, target);
   };
   EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), std::vector<Device>(10, kCPU)),
-                   "10 stages for a model of 9 layers");
+                    "10 stages for a model of 9 layers");
   EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {}), "no devices");
   EXPECT_LOOM_ERROR(dist::PipelineParallel(nullptr, {kCPU}), "model is null");
-  EXPECT_LOOM_ERROR(dist::PipelineParallel(std::make_shared<nn::Sequential>(), {kCPU}), "no layers");
+  EXPECT_LOOM_ERROR(dist::PipelineParallel(std::make_shared<nn::Sequential>(), {kCPU}),
+                    "no layers");
   const Device missing = cuda_device(cuda_device_count() + 3);
-  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU, missing}), "stage 1 is on " + missing.str());
+  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU, missing}),
+                    "stage 1 is on " + missing.str());
   dist::PipelineOptions zero;
   zero.micro_batches = 0;
-  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU}, zero), "micro_batches must be at least 1");
+  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU}, zero),
+                    "micro_batches must be at least 1");
   dist::PipelineOptions cuts;
   cuts.cut_points = {4, 2};
-  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU, kCPU, kCPU}, cuts), "rise strictly");
+  EXPECT_LOOM_ERROR(dist::PipelineParallel(ddp_model(1), {kCPU, kCPU, kCPU}, cuts),
+                    "rise strictly");
 
   dist::PipelineOptions eight;
   eight.micro_batches = 8;
   dist::PipelineParallel pipe(ddp_model(1), {kCPU, kCPU}, eight);
   const EquivalenceData data = equivalence_data(6, 26);
-  EXPECT_LOOM_ERROR(pipe.train_step(data.images, data.labels, loss), "8 micro-batches for a batch of 6");
+  EXPECT_LOOM_ERROR(pipe.train_step(data.images, data.labels, loss),
+                    "8 micro-batches for a batch of 6");
   dist::PipelineParallel two(ddp_model(1), {kCPU, kCPU});
   EXPECT_LOOM_ERROR(two.train_step(data.images, data.labels.narrow(0, 0, 5), loss),
-                   "the input has 6 samples but the target 5");
-  EXPECT_LOOM_ERROR(two.train_step(data.images, data.labels, [](const Tensor& out, const Tensor&) { return out; }),
-                   "must return a scalar");
-  EXPECT_LOOM_ERROR(two.train_step(data.images, data.labels, dist::PipelineLoss()), "loss function is empty");
+                    "the input has 6 samples but the target 5");
+  EXPECT_LOOM_ERROR(two.train_step(data.images, data.labels,
+                                   [](const Tensor& out, const Tensor&) { return out; }),
+                    "must return a scalar");
+  EXPECT_LOOM_ERROR(two.train_step(data.images, data.labels, dist::PipelineLoss()),
+                    "loss function is empty");
   // The model is untouched by the refused steps: no gradient was accumulated.
   for (const Tensor& p : two.parameters()) EXPECT_FALSE(p.grad().defined());
 }

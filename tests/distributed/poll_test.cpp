@@ -35,8 +35,12 @@ TEST(PollUntil, ALongWaitSleepsInsteadOfSpinning) {
   // Past the spin, a wait of 50 ms polls some hundred times (sleeps of up to 1 ms), not millions.
   int polls = 0;
   const Clock::time_point ready_at = Clock::now() + std::chrono::milliseconds(50);
-  poll_until([&] { ++polls; return Clock::now() >= ready_at; },
-             Clock::now() + testing::scaled(std::chrono::seconds(10)));
+  poll_until(
+      [&] {
+        ++polls;
+        return Clock::now() >= ready_at;
+      },
+      Clock::now() + testing::scaled(std::chrono::seconds(10)));
   EXPECT_LT(polls, 20000);
   EXPECT_GT(polls, 10);
 }
@@ -49,9 +53,9 @@ TEST(PollUntil, AnAbortEndsTheWaitAtOnce) {
     aborted = true;
   });
   const Clock::time_point start = Clock::now();
-  const PollEnd end = poll_until([] { return false; },
-                                 start + testing::scaled(std::chrono::seconds(60)),
-                                 [&] { return aborted.load(); });
+  const PollEnd end =
+      poll_until([] { return false; }, start + testing::scaled(std::chrono::seconds(60)),
+                 [&] { return aborted.load(); });
   aborter.join();
   EXPECT_EQ(end, PollEnd::Stopped);
   EXPECT_LT(micros(Clock::now() - start), 1e6 * testing::kSlowdown);
@@ -59,7 +63,8 @@ TEST(PollUntil, AnAbortEndsTheWaitAtOnce) {
 
 TEST(PollUntil, TheDeadlineEndsAWaitThatNeverFinishes) {
   const Clock::time_point start = Clock::now();
-  EXPECT_EQ(poll_until([] { return false; }, start + std::chrono::milliseconds(30)), PollEnd::TimedOut);
+  EXPECT_EQ(poll_until([] { return false; }, start + std::chrono::milliseconds(30)),
+            PollEnd::TimedOut);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(30));
   EXPECT_LT(Clock::now() - start, testing::scaled(std::chrono::seconds(5)));
 }

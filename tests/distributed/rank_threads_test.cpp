@@ -61,13 +61,16 @@ TEST(RankThreads, FourRanksTrainExactlyAsFourSingleThreadedRuns) {
   std::vector<RankRun> together(kRanks);
   dist::SpawnOptions options;
   options.cpu_threads_per_rank = omp_threads;
-  dist::spawn(kRanks, kCPU, [&](dist::ProcessGroup& g) {
-    together[static_cast<size_t>(g.rank())] = train_one_rank([&](float loss) {
-      Tensor t = from_vector(std::vector<float>{loss});
-      g.all_reduce(t, dist::ReduceOp::Avg)->wait();
-      return t.item<float>();
-    });
-  }, options);
+  dist::spawn(
+      kRanks, kCPU,
+      [&](dist::ProcessGroup& g) {
+        together[static_cast<size_t>(g.rank())] = train_one_rank([&](float loss) {
+          Tensor t = from_vector(std::vector<float>{loss});
+          g.all_reduce(t, dist::ReduceOp::Avg)->wait();
+          return t.item<float>();
+        });
+      },
+      options);
 
   // One after another on this thread, each with the seed spawn gave its rank.
 #if defined(_OPENMP)

@@ -42,7 +42,9 @@ TEST(StoreAbortSignal, ARankThatAbortsIsSeenByEveryOtherRank) {
   for (StoreAbortSignal* s : {&r0, &r2, &r1}) {
     const std::optional<std::string> news = s->poll();
     ASSERT_TRUE(news.has_value());
-    EXPECT_EQ(*news, "rank 1 of 3 (nccl) aborted: DistributedDataParallel: backward gave no gradient to 'fc.bias'");
+    EXPECT_EQ(*news,
+              "rank 1 of 3 (nccl) aborted: DistributedDataParallel: backward gave no gradient to "
+              "'fc.bias'");
   }
 }
 
@@ -76,7 +78,9 @@ TEST(StoreAbortSignal, ASignalRaisedOnOneThreadIsSeenByAPollerOnAnother) {
 class DeadStore : public Store {
  public:
   void set(const std::string&, const std::string&) override { throw Error("connection reset"); }
-  std::string get(const std::string&, std::chrono::milliseconds) override { throw Error("connection reset"); }
+  std::string get(const std::string&, std::chrono::milliseconds) override {
+    throw Error("connection reset");
+  }
   int64_t add(const std::string&, int64_t) override {
     ++calls;
     throw Error("connection reset");

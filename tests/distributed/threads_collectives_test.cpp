@@ -12,7 +12,8 @@ TEST_P(ThreadsCollectives, EveryCollectiveAndDtypeGivesTheClosedFormAnswer) {
   const int world = GetParam();
   dist::spawn(world, kCPU, [](dist::ProcessGroup& g) {
     for (DType dtype : all_dtypes()) {
-      for (int64_t n : {int64_t(0), int64_t(1), int64_t(37), int64_t(70001)}) check_all_collectives(g, dtype, n);
+      for (int64_t n : {int64_t(0), int64_t(1), int64_t(37), int64_t(70001)})
+        check_all_collectives(g, dtype, n);
     }
   });
 }

@@ -42,16 +42,21 @@ TEST(Watchdog, AnExceptionFromItsCheckAbortsInsteadOfTerminating) {
   Failures failures;
   std::atomic<int> checks{0};
   {
-    Watchdog dog({}, [&]() -> std::string {
-      ++checks;
-      throw Error("CUDA error: an illegal memory access was encountered in cudaEventQuery");
-    }, [&](const std::string& r) { failures.add(r); }, 1ms);
+    Watchdog dog(
+        {},
+        [&]() -> std::string {
+          ++checks;
+          throw Error("CUDA error: an illegal memory access was encountered in cudaEventQuery");
+        },
+        [&](const std::string& r) { failures.add(r); }, 1ms);
     ASSERT_TRUE(failures.wait_for(1));
     std::this_thread::sleep_for(20ms);  // the watchdog lives on, without checking again
   }
   ASSERT_EQ(failures.reasons.size(), 1u);
-  EXPECT_NE(failures.reasons[0].find("the watchdog's check failed"), std::string::npos) << failures.reasons[0];
-  EXPECT_NE(failures.reasons[0].find("illegal memory access"), std::string::npos) << failures.reasons[0];
+  EXPECT_NE(failures.reasons[0].find("the watchdog's check failed"), std::string::npos)
+      << failures.reasons[0];
+  EXPECT_NE(failures.reasons[0].find("illegal memory access"), std::string::npos)
+      << failures.reasons[0];
   EXPECT_EQ(checks.load(), 1);
 }
 
@@ -60,11 +65,16 @@ TEST(Watchdog, AFailingSetupIsAFailureToo) {
   bool checked = false;
   {
     Watchdog dog([] { throw Error("CUDA device 3 does not exist (1 visible)"); },
-                 [&] { checked = true; return std::string(); }, [&](const std::string& r) { failures.add(r); }, 1ms);
+                 [&] {
+                   checked = true;
+                   return std::string();
+                 },
+                 [&](const std::string& r) { failures.add(r); }, 1ms);
     ASSERT_TRUE(failures.wait_for(1));
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_NE(failures.reasons[0].find("could not start: CUDA device 3"), std::string::npos) << failures.reasons[0];
+  EXPECT_NE(failures.reasons[0].find("could not start: CUDA device 3"), std::string::npos)
+      << failures.reasons[0];
   EXPECT_FALSE(checked);
 }
 
@@ -73,10 +83,15 @@ TEST(Watchdog, SetupAndChecksRunOnTheWatchdogsOwnThread) {
   std::atomic<bool> checked{false};
   {
     Watchdog dog([&] { setup_thread = std::this_thread::get_id(); },
-                 [&] { check_thread = std::this_thread::get_id(); checked = true; return std::string(); },
+                 [&] {
+                   check_thread = std::this_thread::get_id();
+                   checked = true;
+                   return std::string();
+                 },
                  [](const std::string&) {}, 1ms);
     const auto deadline = std::chrono::steady_clock::now() + 10s * testing::kSlowdown;
-    while (!checked && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    while (!checked && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
   }
   ASSERT_TRUE(checked);
   EXPECT_EQ(setup_thread, check_thread);
@@ -87,11 +102,13 @@ TEST(Watchdog, APokeReachesFailFromTheWatchdogsThreadAndTheFirstReasonWins) {
   Failures failures;
   std::mutex held_by_the_poker;  // what the NCCL backend's start() holds when it pokes
   {
-    Watchdog dog({}, [] { return std::string(); },
-                 [&](const std::string& r) {
-                   std::lock_guard<std::mutex> lock(held_by_the_poker);
-                   failures.add(r);
-                 }, 1h);  // no periodic check: only the poke can wake it
+    Watchdog dog(
+        {}, [] { return std::string(); },
+        [&](const std::string& r) {
+          std::lock_guard<std::mutex> lock(held_by_the_poker);
+          failures.add(r);
+        },
+        1h);  // no periodic check: only the poke can wake it
     {
       std::lock_guard<std::mutex> lock(held_by_the_poker);
       dog.poke("NCCL: unhandled system error");
@@ -106,8 +123,9 @@ TEST(Watchdog, APokeReachesFailFromTheWatchdogsThreadAndTheFirstReasonWins) {
 TEST(Watchdog, ACheckThatNamesAProblemFailsEveryTimeItDoes) {
   Failures failures;
   {
-    Watchdog dog({}, [] { return std::string("all_reduce #7 passed the group's timeout"); },
-                 [&](const std::string& r) { failures.add(r); }, 1ms);
+    Watchdog dog(
+        {}, [] { return std::string("all_reduce #7 passed the group's timeout"); },
+        [&](const std::string& r) { failures.add(r); }, 1ms);
     ASSERT_TRUE(failures.wait_for(2));
   }
   EXPECT_EQ(failures.reasons[0], "all_reduce #7 passed the group's timeout");

@@ -38,8 +38,9 @@ inline int free_tcp_port() {
 // A launcher's (or loom's own distributed) variable of the environment the test runs in: the
 // test may itself run under mpirun or srun, and the workers get their own.
 inline bool is_launcher_variable(const std::string& name) {
-  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                        "LOOM_DIST_TIMEOUT_MS", "LOOM_DIST_CHECK", "OMP_NUM_THREADS", "NCCL_COMM_BLOCKING"}) {
+  for (const char* v :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+        "LOOM_DIST_TIMEOUT_MS", "LOOM_DIST_CHECK", "OMP_NUM_THREADS", "NCCL_COMM_BLOCKING"}) {
     if (name == v) return true;
   }
   for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "SLURM_"}) {

@@ -25,7 +25,8 @@ class AtomicFile : public testing::FolderTest {
  protected:
   AtomicFile() : FolderTest("loom_af_") {}
   static void write_text(const std::string& target, const std::string& text) {
-    io::write_file_atomically(target, [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
+    io::write_file_atomically(target,
+                              [&](const io::ByteSink& sink) { sink(text.data(), text.size()); });
   }
 };
 
@@ -41,12 +42,17 @@ pid_t dead_pid() {
 
 TEST_F(AtomicFile, ReadFileRefusesWhatIsNotARegularFileNamingIt) {
   ASSERT_EQ(::mkfifo(path("model.safetensors").c_str(), 0644), 0);
-  EXPECT_BOUNDED_ERROR(io::read_file(path("model.safetensors")), "model.safetensors: not a regular file (a named pipe)");
-  EXPECT_BOUNDED_ERROR(io::load_safetensors(path("model.safetensors")), "model.safetensors: not a regular file (a named pipe)");
-  EXPECT_BOUNDED_ERROR(io::read_file("/dev/zero"), "/dev/zero: not a regular file (a character device)");
+  EXPECT_BOUNDED_ERROR(io::read_file(path("model.safetensors")),
+                       "model.safetensors: not a regular file (a named pipe)");
+  EXPECT_BOUNDED_ERROR(io::load_safetensors(path("model.safetensors")),
+                       "model.safetensors: not a regular file (a named pipe)");
+  EXPECT_BOUNDED_ERROR(io::read_file("/dev/zero"),
+                       "/dev/zero: not a regular file (a character device)");
   fs::create_directory(path("folder"));
-  EXPECT_BOUNDED_ERROR(io::read_file(path("folder")), path("folder") + ": not a regular file (a folder)");
-  EXPECT_BOUNDED_ERROR(io::read_file(path("missing")), path("missing") + ": cannot open (No such file or directory)");
+  EXPECT_BOUNDED_ERROR(io::read_file(path("folder")),
+                       path("folder") + ": not a regular file (a folder)");
+  EXPECT_BOUNDED_ERROR(io::read_file(path("missing")),
+                       path("missing") + ": cannot open (No such file or directory)");
 }
 
 TEST_F(AtomicFile, ReadFileRefusesAFileOverItsLimitBeforeReading) {
@@ -66,16 +72,18 @@ TEST_F(AtomicFile, ReadFileReadsToTheEndNotToTheStatedSize) {
 TEST_F(AtomicFile, StaleTemporariesOfDeadWritersAreSwept) {
   const std::string target = path("m.safetensors");
   const std::string dead = std::to_string(dead_pid()), alive = std::to_string(::getppid());
-  for (const std::string& name : std::vector<std::string>{"m.safetensors.tmp-" + dead + "-123",      // swept
-                                                          "m.safetensors.tmp-" + alive + "-456",  // its writer lives
-                                                          "other.safetensors.tmp-" + dead + "-789",  // another target's
-                                                          "m.safetensors.tmp-notes"}) {  // not a temporary's name
+  for (const std::string& name :
+       std::vector<std::string>{"m.safetensors.tmp-" + dead + "-123",      // swept
+                                "m.safetensors.tmp-" + alive + "-456",     // its writer lives
+                                "other.safetensors.tmp-" + dead + "-789",  // another target's
+                                "m.safetensors.tmp-notes"}) {              // not a temporary's name
     write_text(path(name), "junk");
   }
   write_text(target, "new");
   EXPECT_EQ(io::read_file(target), "new");
-  EXPECT_EQ(listing(), (std::vector<std::string>{"m.safetensors", "m.safetensors.tmp-" + alive + "-456",
-                                                 "m.safetensors.tmp-notes", "other.safetensors.tmp-" + dead + "-789"}));
+  EXPECT_EQ(listing(), (std::vector<std::string>{
+                           "m.safetensors", "m.safetensors.tmp-" + alive + "-456",
+                           "m.safetensors.tmp-notes", "other.safetensors.tmp-" + dead + "-789"}));
 }
 
 TEST_F(AtomicFile, AWriterKilledMidWriteLeavesNothingAfterTheNextWrite) {
@@ -114,7 +122,8 @@ TEST_F(AtomicFile, ASecondWriterOfTheSameTargetIsRefusedNamingTheFirst) {
     io::write_file_atomically(target, [&](const io::ByteSink& sink) {
       sink("first", 5);
       char c = 1;
-      if (::write(ready[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0) _exit(2);  // hold the write open
+      if (::write(ready[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0)
+        _exit(2);  // hold the write open
     });
     _exit(0);
   }
@@ -122,9 +131,10 @@ TEST_F(AtomicFile, ASecondWriterOfTheSameTargetIsRefusedNamingTheFirst) {
   ::close(release[0]);
   char c = 0;
   ASSERT_EQ(::read(ready[0], &c, 1), 1);  // the child is inside its write
-  EXPECT_BOUNDED_ERROR(write_text(target, "second"),
-                       "cannot write " + target + ": process " + std::to_string(child) + " is writing it");
-  EXPECT_LOOM_ERROR(write_text(target, "second"), "process " + std::to_string(child) + " is writing it");
+  EXPECT_BOUNDED_ERROR(write_text(target, "second"), "cannot write " + target + ": process " +
+                                                         std::to_string(child) + " is writing it");
+  EXPECT_LOOM_ERROR(write_text(target, "second"),
+                    "process " + std::to_string(child) + " is writing it");
   EXPECT_EQ(io::read_file(target), "old");
   ::close(release[1]);  // let the child finish
   int status = 0;
@@ -140,10 +150,11 @@ TEST_F(AtomicFile, ASecondWriterOfTheSameTargetIsRefusedNamingTheFirst) {
 TEST_F(AtomicFile, AFailedWriteLeavesTheTargetAndNoLitter) {
   const std::string target = path("m.safetensors");
   write_text(target, "old");
-  EXPECT_LOOM_ERROR(io::write_file_atomically(target, [](const io::ByteSink& sink) {
-                      sink("partial", 7);
-                      LOOM_FAIL("disk on fire");
-                    }),
+  EXPECT_LOOM_ERROR(io::write_file_atomically(target,
+                                              [](const io::ByteSink& sink) {
+                                                sink("partial", 7);
+                                                LOOM_FAIL("disk on fire");
+                                              }),
                     "disk on fire");
   EXPECT_EQ(io::read_file(target), "old");
   EXPECT_EQ(listing(), (std::vector<std::string>{"m.safetensors"}));

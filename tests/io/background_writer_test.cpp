@@ -73,7 +73,8 @@ class BackgroundWriter : public testing::FolderTest {
   }
   // Waits (with a deadline) until the worker has nothing left: a failure it met is recorded.
   static void wait_until_idle(const io::BackgroundWriter& writer) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(static_cast<int>(10 * testing::kSlowdown));
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(static_cast<int>(10 * testing::kSlowdown));
     while (writer.pending() != 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -107,7 +108,8 @@ TEST_F(BackgroundWriter, FilesLandInTheOrderQueuedWithTheirOwnBytes) {
   EXPECT_EQ(io::read_file(path("run.ckpt")), "run.ckpt 27");
   EXPECT_EQ(io::read_file(path("best.st")), "best.st 28");
   EXPECT_EQ(io::read_file(path("metrics.csv")), "metrics.csv 29");
-  EXPECT_EQ(listing(), (std::vector<std::string>{"best.st", "metrics.csv", "run.ckpt"}));  // no litter
+  EXPECT_EQ(listing(),
+            (std::vector<std::string>{"best.st", "metrics.csv", "run.ckpt"}));  // no litter
   EXPECT_LOOM_ERROR(io::BackgroundWriter(0), "max_pending must be at least 1");
 }
 
@@ -115,8 +117,8 @@ TEST_F(BackgroundWriter, ASubmitWaitsWhileTheQueueIsFull) {
   io::BackgroundWriter writer(1);
   Gate gate;
   writer.submit(gate.file(path("gate")));
-  gate.entered();                                      // the worker holds the gate's write
-  writer.submit(io::PreparedFile(path("a"), "a"));     // the one pending write allowed
+  gate.entered();                                   // the worker holds the gate's write
+  writer.submit(io::PreparedFile(path("a"), "a"));  // the one pending write allowed
   std::atomic<bool> returned{false};
   std::thread third([&] {
     writer.submit(io::PreparedFile(path("b"), "b"));  // waits until the worker takes "a"
@@ -140,9 +142,10 @@ TEST_F(BackgroundWriter, AFailedWriteIsThrownAtTheNextSubmitNamingItsFile) {
   io::BackgroundWriter writer;
   writer.submit(io::PreparedFile(bad, "lost"));
   wait_until_idle(writer);
-  const std::string message = error_of([&] { writer.submit(io::PreparedFile(path("next"), "next")); });
+  const std::string message =
+      error_of([&] { writer.submit(io::PreparedFile(path("next"), "next")); });
   EXPECT_NE(message.find("cannot write " + bad), std::string::npos) << message;
-  writer.flush();  // thrown once: nothing more to report
+  writer.flush();                          // thrown once: nothing more to report
   EXPECT_FALSE(fs::exists(path("next")));  // the refused submit queued nothing
   // And the writer goes on.
   writer.submit(io::PreparedFile(path("next"), "next"));
@@ -179,7 +182,8 @@ TEST_F(BackgroundWriter, AnErrorOfAnyKindNamesTheFile) {
   io::BackgroundWriter writer;
   writer.submit(io::PreparedFile(path("odd"), [](const io::ByteSink&) { throw std::bad_alloc(); }));
   const std::string message = error_of([&] { writer.flush(); });
-  EXPECT_NE(message.find("writing " + path("odd") + " failed: std::bad_alloc"), std::string::npos) << message;
+  EXPECT_NE(message.find("writing " + path("odd") + " failed: std::bad_alloc"), std::string::npos)
+      << message;
   EXPECT_EQ(listing(), std::vector<std::string>{});  // write_file_atomically's own cleanup
 }
 
@@ -189,11 +193,13 @@ TEST_F(BackgroundWriter, TheDestructorWaitsForEveryWrite) {
     Gate gate;
     writer.submit(gate.file(path("gate")));
     gate.entered();
-    for (int i = 0; i < 6; ++i) writer.submit(io::PreparedFile(path("f" + std::to_string(i)), std::to_string(i)));
+    for (int i = 0; i < 6; ++i)
+      writer.submit(io::PreparedFile(path("f" + std::to_string(i)), std::to_string(i)));
     EXPECT_EQ(writer.pending(), 7u);
     gate.open();
   }
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(io::read_file(path("f" + std::to_string(i))), std::to_string(i));
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(io::read_file(path("f" + std::to_string(i))), std::to_string(i));
   // A failure the destructor meets goes to stderr; nothing is thrown out of it.
   const std::string bad = unwritable();
   ::testing::internal::CaptureStderr();
@@ -242,10 +248,13 @@ TEST_F(BackgroundWriter, AFileHoldsTheStateOfTheMomentItWasQueued) {
   for (const auto& [name, values] : weights) {
     EXPECT_EQ(ckpt.file.at("model." + name).to_vector<float>(), values) << name;
   }
-  for (const auto& [key, values] : moments) EXPECT_EQ(ckpt.file.at("optim." + key).to_vector<float>(), values) << key;
+  for (const auto& [key, values] : moments)
+    EXPECT_EQ(ckpt.file.at("optim." + key).to_vector<float>(), values) << key;
   const io::LoadedModel loaded = io::load_model(path("m.st"));
-  for (const auto& [name, t] : loaded.model->state_dict()) EXPECT_EQ(t.to_vector<float>(), weights.at(name)) << name;
-  EXPECT_NE(model->state_dict().at("0.weight").to_vector<float>(), weights.at("0.weight"));  // it did change
+  for (const auto& [name, t] : loaded.model->state_dict())
+    EXPECT_EQ(t.to_vector<float>(), weights.at(name)) << name;
+  EXPECT_NE(model->state_dict().at("0.weight").to_vector<float>(),
+            weights.at("0.weight"));  // it did change
 }
 
 }  // namespace

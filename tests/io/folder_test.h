@@ -2,6 +2,7 @@
 // this process and the test, and removed after it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 namespace loom::testing {
 
 class FolderTest : public ::testing::Test {
@@ -19,7 +18,8 @@ class FolderTest : public ::testing::Test {
   explicit FolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           (prefix_ + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -28,7 +28,8 @@ class FolderTest : public ::testing::Test {
   // The folder's entries by name, sorted.
   std::vector<std::string> listing() const {
     std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
+    for (const auto& entry : std::filesystem::directory_iterator(dir_))
+      names.push_back(entry.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }

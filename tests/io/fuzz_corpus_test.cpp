@@ -21,11 +21,13 @@ TEST(SafetensorsFuzzCorpus, Write) {
     std::ofstream(root + "/" + name, std::ios::binary) << bytes;
   };
   Generator gen(1);
-  const std::string all = io::serialize_safetensors(
-      {{"f", randn({2, 3}, kFloat32, &gen)}, {"d", randn({2}, kFloat64, &gen)},
-       {"i", randint(0, 9, {3}, kInt64, &gen)}, {"j", randint(0, 9, {1, 1}, kInt32, &gen)},
-       {"u", randint(0, 9, {4}, kUInt8, &gen)}, {"s", scalar_tensor(1.0)}},
-      {{"k", "v"}});
+  const std::string all = io::serialize_safetensors({{"f", randn({2, 3}, kFloat32, &gen)},
+                                                     {"d", randn({2}, kFloat64, &gen)},
+                                                     {"i", randint(0, 9, {3}, kInt64, &gen)},
+                                                     {"j", randint(0, 9, {1, 1}, kInt32, &gen)},
+                                                     {"u", randint(0, 9, {4}, kUInt8, &gen)},
+                                                     {"s", scalar_tensor(1.0)}},
+                                                    {{"k", "v"}});
   put("all_dtypes.st", all);
   put("truncated.st", all.substr(0, all.size() - 7));
   put("header_only.st", all.substr(0, 40));
@@ -88,8 +90,10 @@ TEST(ModelFuzzCorpus, Write) {
   io::Metadata deep = file.metadata, twice = file.metadata;
   deep["loom.spec"] = std::string(200, '[') + std::string(200, ']');
   twice["loom.preprocessing"] = R"({"height": 8, "height": 8})";
-  std::ofstream(root + "/deep_spec.st", std::ios::binary) << io::serialize_safetensors(file.tensors, deep);
-  std::ofstream(root + "/duplicate_key.st", std::ios::binary) << io::serialize_safetensors(file.tensors, twice);
+  std::ofstream(root + "/deep_spec.st", std::ios::binary)
+      << io::serialize_safetensors(file.tensors, deep);
+  std::ofstream(root + "/duplicate_key.st", std::ios::binary)
+      << io::serialize_safetensors(file.tensors, twice);
   for (const char* name : {"model.st", "checkpoint.st", "deep_spec.st", "duplicate_key.st"}) {
     const auto size = std::filesystem::file_size(root + "/" + name);
     EXPECT_LT(size, 1u << 20) << name << " must fit the fuzzer's -max_len";

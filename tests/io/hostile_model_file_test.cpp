@@ -109,7 +109,8 @@ TEST_F(HostileModelFile, ASpecAskingForMoreThanTheFileHoldsIsRefusedBeforeAlloca
             fitting.state_dict().keys());
   // The same through the spec's names: a tensor the spec does not have, or one it lacks.
   io::NamedTensors renamed;
-  for (const auto& [name, t] : tensors_of(*model)) renamed.insert(name == "0.weight" ? "0.weights" : name, t);
+  for (const auto& [name, t] : tensors_of(*model))
+    renamed.insert(name == "0.weight" ? "0.weights" : name, t);
   write_model(path("renamed.st"), model->spec_json(), renamed);
   EXPECT_REFUSED(io::load_model(path("renamed.st")), path("renamed.st"), "0.weights", "0.weight");
 }

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "loom/io/checkpoint.h"
@@ -20,8 +19,9 @@ namespace fs = std::filesystem;
 class ModelFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("loom_mf_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("loom_mf_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -48,7 +48,8 @@ TEST_F(ModelFile, RoundTripRebuildsTheModelAndItsPredictions) {
   EXPECT_EQ(loaded.preprocessing.rescale, 1.0 / 255.0);
   EXPECT_FALSE(loaded.model->is_training());
   const Tensor x = rand({2, 3, 64, 64}, kFloat32, &gen);
-  EXPECT_EQ(nn::predict(*loaded.model, x).to_vector<float>(), nn::predict(*model, x).to_vector<float>());
+  EXPECT_EQ(nn::predict(*loaded.model, x).to_vector<float>(),
+            nn::predict(*model, x).to_vector<float>());
   // PyTorch's names: the file's tensors are the state_dict's, with no prefix.
   const io::TensorFile file = io::load_safetensors(path("m.safetensors"));
   EXPECT_EQ(file.tensors.keys().front(), "0.weight");
@@ -101,13 +102,15 @@ TEST_F(ModelFile, TruncatedGarbageAndForeignFilesNameTheFileAndProblem) {
 
 TEST_F(ModelFile, PreprocessingJsonIsChecked) {
   EXPECT_EQ(io::Preprocessing::from_json(prep().to_json(), "x").mean, prep().mean);
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json("{", "f.st"), "f.st: loom.preprocessing: malformed JSON");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json("{", "f.st"),
+                    "f.st: loom.preprocessing: malformed JSON");
   io::Preprocessing p = prep();
   p.channels = 2;
   EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "2 channels");
   p = prep();
   p.height = 0;
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "\"height\" must be an integer in [1, 4096], got 0");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"),
+                    "\"height\" must be an integer in [1, 4096], got 0");
   p = prep();
   p.mean = {0.1};
   EXPECT_LOOM_ERROR(io::Preprocessing::from_json(p.to_json(), "f"), "mean/std");
@@ -116,11 +119,13 @@ TEST_F(ModelFile, PreprocessingJsonIsChecked) {
 TEST_F(ModelFile, InterpolationRoundTripsAndOlderFilesReadAsNearest) {
   Generator gen(8);
   auto model = nn::seed_cnn(nn::Init::Keras, &gen);
-  for (data::Interpolation i : {data::Interpolation::Area, data::Interpolation::Bilinear, data::Interpolation::Nearest}) {
+  for (data::Interpolation i :
+       {data::Interpolation::Area, data::Interpolation::Bilinear, data::Interpolation::Nearest}) {
     io::Preprocessing p = prep();
     p.interpolation = i;
     io::save_model(path("m.st"), *model, p);
-    EXPECT_EQ(io::load_model(path("m.st")).preprocessing.interpolation, i) << data::interpolation_name(i);
+    EXPECT_EQ(io::load_model(path("m.st")).preprocessing.interpolation, i)
+        << data::interpolation_name(i);
   }
   // The field as written in the file: a name a Python reader can use.
   io::Preprocessing area = prep();
@@ -129,7 +134,8 @@ TEST_F(ModelFile, InterpolationRoundTripsAndOlderFilesReadAsNearest) {
   // A checkpoint carries it too (evaluate and predict also read checkpoints).
   optim::Adam optimizer(model->parameters());
   io::save_checkpoint(path("c.ckpt"), *model, optimizer, {}, area);
-  EXPECT_EQ(io::read_checkpoint(path("c.ckpt")).preprocessing.interpolation, data::Interpolation::Area);
+  EXPECT_EQ(io::read_checkpoint(path("c.ckpt")).preprocessing.interpolation,
+            data::Interpolation::Area);
   EXPECT_EQ(io::load_model(path("c.ckpt")).preprocessing.interpolation, data::Interpolation::Area);
   // A file written before the field existed: its inputs were resized with nearest.
   nlohmann::json old = nlohmann::json::parse(area.to_json());
@@ -152,10 +158,12 @@ TEST_F(ModelFile, UnknownInterpolationNamesTheFileAndValue) {
   metadata["loom.preprocessing"] = j.dump();
   const io::NamedTensors tensors = model->state_dict();
   io::save_safetensors(path("bicubic.st"), tensors, metadata);
-  EXPECT_LOOM_ERROR(io::load_model(path("bicubic.st")), path("bicubic.st") + ": preprocessing interpolation \"bicubic\"");
+  EXPECT_LOOM_ERROR(io::load_model(path("bicubic.st")),
+                    path("bicubic.st") + ": preprocessing interpolation \"bicubic\"");
   // Not a string at all.
   j["interpolation"] = 2;
-  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(j.dump(), "f.st"), "f.st: loom.preprocessing: \"interpolation\" must be a string");
+  EXPECT_LOOM_ERROR(io::Preprocessing::from_json(j.dump(), "f.st"),
+                    "f.st: loom.preprocessing: \"interpolation\" must be a string");
   // The names are interpolation_name's, and nothing else parses.
   EXPECT_EQ(io::interpolation_from_name("area"), data::Interpolation::Area);
   EXPECT_EQ(io::interpolation_from_name("bilinear"), data::Interpolation::Bilinear);
@@ -207,7 +215,8 @@ TEST_F(ModelFile, CheckpointRestoresOptimizerGeneratorAndState) {
   EXPECT_EQ(fresh_opt.step_count(0), 1);
   EXPECT_EQ(fresh->forward(x).to_vector<float>(), model->forward(x).to_vector<float>());
   const auto ms = optimizer.state_dict(), fs_ = fresh_opt.state_dict();
-  for (const auto& [name, t] : ms.tensors) EXPECT_EQ(t.to_vector<float>(), fs_.tensors.at(name).to_vector<float>()) << name;
+  for (const auto& [name, t] : ms.tensors)
+    EXPECT_EQ(t.to_vector<float>(), fs_.tensors.at(name).to_vector<float>()) << name;
   // A checkpoint also loads as a model file, for evaluate/predict.
   EXPECT_EQ(io::load_model(path("c.ckpt")).model->spec_json(), model->spec_json());
 }
@@ -221,7 +230,8 @@ TEST_F(ModelFile, CheckpointErrorsNameTheFile) {
   optim::Adam other_opt(other->parameters());
   EXPECT_LOOM_ERROR(io::load_checkpoint(path("c.ckpt"), *other, other_opt), "another architecture");
   optim::SGD sgd(model->parameters(), optim::GroupOptions().with_lr(0.1));
-  EXPECT_LOOM_ERROR(io::load_checkpoint(path("c.ckpt"), *model, sgd), "optimizer state does not fit");
+  EXPECT_LOOM_ERROR(io::load_checkpoint(path("c.ckpt"), *model, sgd),
+                    "optimizer state does not fit");
   io::save_model(path("m.st"), *model, prep());
   EXPECT_LOOM_ERROR(io::read_checkpoint(path("m.st")), "not a checkpoint");
   io::TrainingState half;

@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 class Safetensors : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("loom_st_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("loom_st_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -49,7 +50,8 @@ TEST_F(Safetensors, RoundTripsEveryDtypeAndMetadata) {
       {"empty", zeros({0, 3})},
       {"strided", randn({4, 3}, kFloat32, &gen).t()},
   };
-  io::save_safetensors(path("m.safetensors"), tensors, {{"spec", "{\"layers\": []}"}, {"epoch", "3"}});
+  io::save_safetensors(path("m.safetensors"), tensors,
+                       {{"spec", "{\"layers\": []}"}, {"epoch", "3"}});
   const io::TensorFile file = io::load_safetensors(path("m.safetensors"));
   ASSERT_EQ(file.tensors.size(), tensors.size());
   for (const auto& [name, t] : tensors) {
@@ -117,31 +119,42 @@ TEST_F(Safetensors, MalformedFilesAreRejectedBeforeAnyData) {
   const auto parse = [](const std::string& bytes) { return io::parse_safetensors(bytes, "f"); };
   const std::string good_data(8, '\x01');
   EXPECT_LOOM_ERROR(parse(""), "too short");
-  EXPECT_LOOM_ERROR(parse(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}"), "header length");
+  EXPECT_LOOM_ERROR(parse(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}"),
+                    "header length");
   EXPECT_LOOM_ERROR(parse(file_bytes("{not json", "")), "the safetensors header: malformed JSON");
   EXPECT_LOOM_ERROR(parse(file_bytes("[1,2]", "")), "not a JSON object");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", good_data)),
-                    "unsupported dtype \"F16\"");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,8]}})", good_data)),
-                    "shape [3] of bfloat16 needs 6");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", good_data)),
-                    "invalid shape");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", good_data)),
-                    "needs 12");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", good_data)),
-                    "outside the 8-byte data section");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
-                                     good_data)),
-                    "overflows");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", good_data)),
+      "unsupported dtype \"F16\"");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,8]}})", good_data)),
+      "shape [3] of bfloat16 needs 6");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", good_data)),
+      "invalid shape");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", good_data)),
+      "needs 12");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", good_data)),
+      "outside the 8-byte data section");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(
+          R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+          good_data)),
+      "overflows");
   EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
                                      R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
                                      good_data)),
                     "overlaps");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", good_data)),
-                    "leaves a gap");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", good_data)),
-                    "4 bytes after the last tensor");
-  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"U8","shape":[8]}})", good_data)), "needs dtype, shape");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", good_data)),
+      "leaves a gap");
+  EXPECT_LOOM_ERROR(
+      parse(file_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", good_data)),
+      "4 bytes after the last tensor");
+  EXPECT_LOOM_ERROR(parse(file_bytes(R"({"a":{"dtype":"U8","shape":[8]}})", good_data)),
+                    "needs dtype, shape");
   EXPECT_LOOM_ERROR(parse(file_bytes(R"({"__metadata__":{"k":1}})", "")), "is not a string");
 }
 
@@ -163,16 +176,18 @@ TEST_F(Safetensors, WritesAreAtomicAndFailuresLeaveNothing) {
   EXPECT_LOOM_ERROR((io::NamedTensors{{"w", ones({4})}, {"w", ones({2})}}), "duplicate name \"w\"");
   EXPECT_EQ(io::load_safetensors(target).at("w").numel(), 4);
   // A failure inside the byte stream removes the temporary file.
-  EXPECT_LOOM_ERROR(io::write_file_atomically(target, [](const io::ByteSink& sink) {
-                      sink("partial", 7);
-                      LOOM_FAIL("disk on fire");
-                    }),
+  EXPECT_LOOM_ERROR(io::write_file_atomically(target,
+                                              [](const io::ByteSink& sink) {
+                                                sink("partial", 7);
+                                                LOOM_FAIL("disk on fire");
+                                              }),
                     "disk on fire");
   EXPECT_EQ(io::load_safetensors(target).at("w").numel(), 4);
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(dir_)) files += entry.is_regular_file();
   EXPECT_EQ(files, 1u);
-  EXPECT_LOOM_ERROR(io::save_safetensors(path("no/such/folder/m.safetensors"), {{"w", ones({1})}}), "cannot write");
+  EXPECT_LOOM_ERROR(io::save_safetensors(path("no/such/folder/m.safetensors"), {{"w", ones({1})}}),
+                    "cannot write");
   EXPECT_LOOM_ERROR(io::load_safetensors(path("missing.safetensors")), "cannot open");
   EXPECT_LOOM_ERROR(io::load_safetensors(dir_.string()), "not a regular file");
 }

@@ -2,9 +2,9 @@
 // else does. A channels-last model trains bit for bit as its NCHW twin, the optimizer's state
 // follows each parameter's layout however it was made, and state dicts and files hold NCHW
 // order whatever the layout in memory.
-#include <filesystem>
-
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "testing.h"
 
@@ -15,10 +15,12 @@ namespace {
 std::shared_ptr<Sequential> small_cnn(uint64_t seed) {
   Generator gen(seed);
   auto model = std::make_shared<Sequential>();
-  model->add(std::make_shared<Conv2d>(3, 6, 3, Conv2dOptions().padding(1), true, Init::PyTorch, &gen));
+  model->add(
+      std::make_shared<Conv2d>(3, 6, 3, Conv2dOptions().padding(1), true, Init::PyTorch, &gen));
   model->add(std::make_shared<ReLU>());
   model->add(std::make_shared<MaxPool2d>(2));
-  model->add(std::make_shared<Conv2d>(6, 4, 3, Conv2dOptions().padding(1), false, Init::PyTorch, &gen));
+  model->add(
+      std::make_shared<Conv2d>(6, 4, 3, Conv2dOptions().padding(1), false, Init::PyTorch, &gen));
   model->add(std::make_shared<BatchNorm2d>(4));
   model->add(std::make_shared<ReLU>());
   model->add(std::make_shared<Flatten>());
@@ -45,7 +47,9 @@ std::vector<std::vector<float>> values(Module& model) {
   return out;
 }
 
-bool is_channels_last(const Tensor& t) { return t.suggest_memory_format() == MemoryFormat::ChannelsLast; }
+bool is_channels_last(const Tensor& t) {
+  return t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
 
 TEST(ChannelsLastParameters, ToLaysOutFourDTensorsInPlaceAndLeavesTheRest) {
   auto model = small_cnn(1);
@@ -129,11 +133,12 @@ TEST(ChannelsLastParameters, FilesHoldNchwOrder) {
   auto model = small_cnn(7);
   const NamedTensors nchw_state = model->state_dict();
   std::vector<std::vector<float>> expected;
-  for (const auto& entry : nchw_state) expected.push_back(entry.second.contiguous().to_vector<float>());
+  for (const auto& entry : nchw_state)
+    expected.push_back(entry.second.contiguous().to_vector<float>());
   model->to(MemoryFormat::ChannelsLast);
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("loom_cl_params_" + std::to_string(::getpid()) + ".safetensors"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("loom_cl_params_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
   io::save_safetensors(path, model->state_dict());
   const io::TensorFile file = io::load_safetensors(path);
   std::filesystem::remove(path);

@@ -136,7 +136,8 @@ TEST(BatchNorm2dLayer, TrainingUpdatesRunningStatisticsAndEvalUsesThem) {
 // values, gradients and statistics of the two layers run one after the other.
 TEST(BatchNorm2dLayer, ThenReluRunsFusedInASequentialAndAlike) {
   Generator gen(17);
-  const Tensor x0 = randn({4, 3, 5, 5}, kFloat32, &gen), upstream = randn({4, 3, 5, 5}, kFloat32, &gen);
+  const Tensor x0 = randn({4, 3, 5, 5}, kFloat32, &gen),
+               upstream = randn({4, 3, 5, 5}, kFloat32, &gen);
   auto bn = std::make_shared<BatchNorm2d>(3);
   Sequential model{bn, std::make_shared<ReLU>()};
   BatchNorm2d alone(3);

@@ -65,7 +65,8 @@ TEST(Loss, BceWithLogitsGradientsForBothInputs) {
   };
   EXPECT_GRADCHECK(f, (std::vector<Tensor>{x, y}));
   const Tensor zero = zeros({3}, kFloat64).requires_grad_();
-  binary_cross_entropy_with_logits(zero, from_vector<double>({0, 1, 0.25}), Reduction::Sum).backward();
+  binary_cross_entropy_with_logits(zero, from_vector<double>({0, 1, 0.25}), Reduction::Sum)
+      .backward();
   EXPECT_EQ(zero.grad().to_vector<double>(), (std::vector<double>{0.5, -0.5, 0.25}));
 }
 
@@ -178,7 +179,8 @@ TEST(Loss, BFloat16PredictionsAreWidenedToFloat32) {
     l16.backward();
     l32.backward();
     ASSERT_EQ(p16.grad().dtype(), kBFloat16);
-    EXPECT_EQ(p16.grad().to(kFloat32).to_vector<float>(), p32.grad().to(kBFloat16).to(kFloat32).to_vector<float>());
+    EXPECT_EQ(p16.grad().to(kFloat32).to_vector<float>(),
+              p32.grad().to(kBFloat16).to(kFloat32).to_vector<float>());
   };
   check(logits, [&](const Tensor& p) { return binary_cross_entropy_with_logits(p, labels); });
   check(logits, [&](const Tensor& p) { return mse_loss(p, labels); });

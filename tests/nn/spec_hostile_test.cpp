@@ -22,7 +22,6 @@ std::string error_of(F f) {
   return "";
 }
 
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -45,8 +44,9 @@ TEST(SpecHostile, DeepJsonIsRefusedWithAShortMessage) {
 
 TEST(SpecHostile, DeepSequentialsAreRefusedQuicklyAndSaneOnesBuild) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_NE(error_of([] { from_spec(testing::nested_sequential_spec(5000)); }).find("nested deeper than"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { from_spec(testing::nested_sequential_spec(5000)); }).find("nested deeper than"),
+      std::string::npos);
   EXPECT_LT(seconds_since(start), 1.0 * testing::kSlowdown);
   const std::string spec = from_spec(testing::nested_sequential_spec(10))->spec_json();
   EXPECT_EQ(from_spec(spec)->spec_json(), spec);
@@ -121,7 +121,8 @@ TEST(SpecHostile, LongNamesAreCutShortInMessages) {
       R"({"type":"Sequential","config":{"layers":[{"name":")" + huge + R"(","type":"Warp"}]}})",
       R"({"type":"Sequential","config":{"layers":[{"name":"0","x":")" + huge + R"("}]}})",
       R"({"type":"Sequential","config":{"layers":[{"name":"0","type":"ReLU"},)"
-      R"({"name":"1","type":")" + huge + R"("}]}})",
+      R"({"name":"1","type":")" +
+          huge + R"("}]}})",
       "[\"" + huge + "\x01\"]"};
   for (const std::string& spec : specs) {
     const std::string message = error_of([&] { from_spec(spec); });

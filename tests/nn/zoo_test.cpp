@@ -124,7 +124,8 @@ TEST(Zoo, SmallCnnsTakeTheNumberOfOutputs) {
     auto one = m.build(1, Init::Keras, &g1);
     auto three = m.build(3, Init::Keras, &g3);
     EXPECT_EQ(one->spec_json(), m.build(1, Init::Keras, nullptr)->spec_json());
-    EXPECT_EQ(one->spec_json(), (m.name == std::string("seed_cnn") ? seed_cnn() : classic_cnn())->spec_json());
+    EXPECT_EQ(one->spec_json(),
+              (m.name == std::string("seed_cnn") ? seed_cnn() : classic_cnn())->spec_json());
     EXPECT_EQ(one->num_parameters(), m.parameters);
     EXPECT_EQ(three->num_parameters(), m.parameters + 2 * 129);
     EXPECT_EQ(three->forward(zeros({2, 3, 64, 64})).shape(), (Shape{2, 3}));
@@ -212,7 +213,7 @@ TEST(Summary, AnyModuleListsItsChildrenAndItsOutputShape) {
   EXPECT_NE(text.find("(its own parameters)"), std::string::npos) << text;
   EXPECT_NE(text.find("Output shape: (None, 2)"), std::string::npos) << text;
   EXPECT_NE(text.find("Total params: 34"), std::string::npos) << text;  // 20 + 10 + 4
-  EXPECT_TRUE(model.is_training());  // the mode is restored
+  EXPECT_TRUE(model.is_training());                                     // the mode is restored
   // A Sequential keeps its layer-by-layer table.
   auto seq = nn::seed_cnn();
   EXPECT_EQ(nn::summary(*seq, {3, 64, 64}), seq->summary({3, 64, 64}));

@@ -25,7 +25,8 @@ Tensor rounded64(const Tensor& x) { return x.detach().cpu().to(kBFloat16).to(kFl
 
 double max_abs(const Tensor& t) { return max(abs(t.detach().cpu().to(kFloat64))).item<double>(); }
 
-void expect_close_to_reference(const Tensor& actual, const Tensor& reference, const std::string& what) {
+void expect_close_to_reference(const Tensor& actual, const Tensor& reference,
+                               const std::string& what) {
   const std::string problem = compare(actual.detach().cpu().to(kFloat64), reference.detach(),
                                       0x1p-9 * max_abs(reference), kRtol);
   EXPECT_TRUE(problem.empty()) << what << ": " << problem;
@@ -77,10 +78,14 @@ TEST(AutocastGpu, Conv2dRunsInBFloat16AndMatchesTheRoundedReference) {
   }
   // Fused with relu, and the seed CNN's first layer (3 channels, stride 3).
   expect_autocast_matches_reference(
-      [](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], Conv2dOptions().padding(1)); },
+      [](const std::vector<Tensor>& in) {
+        return conv2d_relu(in[0], in[1], in[2], Conv2dOptions().padding(1));
+      },
       {values({2, 8, 9, 9}, 4), values({16, 8, 3, 3}, 5), values({16}, 6)});
   expect_autocast_matches_reference(
-      [](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], Conv2dOptions().stride(3)); },
+      [](const std::vector<Tensor>& in) {
+        return conv2d_relu(in[0], in[1], in[2], Conv2dOptions().stride(3));
+      },
       {values({5, 3, 30, 30}, 7), values({32, 3, 3, 3}, 8), values({32}, 9)});
 }
 
@@ -89,8 +94,9 @@ TEST(AutocastGpu, LinearAndMatmulRunInBFloat16AndMatchTheRoundedReference) {
   expect_autocast_matches_reference(
       [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
       {values({32, 200}, 11), values({64, 200}, 12), values({64}, 13)});
-  expect_autocast_matches_reference([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                                    {values({3, 17, 40}, 14), values({40, 9}, 15)});
+  expect_autocast_matches_reference(
+      [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+      {values({3, 17, 40}, 14), values({40, 9}, 15)});
   expect_autocast_matches_reference([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
                                     {values({4, 6, 33}, 16), values({4, 33, 5}, 17)});
 }
@@ -120,7 +126,8 @@ TEST(AutocastGpu, LeavesCpuFloat64AndBFloat16OperandsAlone) {
     Autocast off(false);
     EXPECT_FALSE(autocast_enabled());
     EXPECT_EQ(conv2d(x.cuda(), w.cuda()).dtype(), kFloat32);
-    EXPECT_LOOM_ERROR(conv2d(act, w.cuda()), "weight dtype float32 differs from input dtype bfloat16");
+    EXPECT_LOOM_ERROR(conv2d(act, w.cuda()),
+                      "weight dtype float32 differs from input dtype bfloat16");
   }
   EXPECT_TRUE(autocast_enabled());
 }
@@ -141,7 +148,8 @@ TEST(AutocastGpu, PoolingOnBFloat16MatchesTheCpuBitForBit) {
     EXPECT_EQ(bf16_bits_of(gpu.grad().cpu()), bf16_bits_of(cpu.grad()));
   }
   // Max pooling selects: its bfloat16 output is the float64 result on the same values.
-  EXPECT_EQ(bf16_bits_of(max_pool2d(x.cuda(), 2).cpu()), reference_bits_of(max_pool2d(x.to(kFloat64), 2)));
+  EXPECT_EQ(bf16_bits_of(max_pool2d(x.cuda(), 2).cpu()),
+            reference_bits_of(max_pool2d(x.to(kFloat64), 2)));
   // Average pooling sums in double and rounds once, on both devices.
   Tensor cpu = x.clone().set_requires_grad(true), gpu = x.cuda().set_requires_grad(true);
   const Tensor a_cpu = avg_pool2d(cpu, 3, 2, 1), a_gpu = avg_pool2d(gpu, 3, 2, 1);
@@ -159,7 +167,8 @@ TEST(AutocastGpu, BatchNormOnBFloat16KeepsFloat32StatisticsAndMatchesTheCpu) {
   const Tensor weight = values({4}, 41).to(kFloat32), bias = values({4}, 42).to(kFloat32);
   for (bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "eval");
-    Tensor rm_cpu = values({4}, 43).to(kFloat32), rv_cpu = (abs(values({4}, 44)) + 0.5).to(kFloat32);
+    Tensor rm_cpu = values({4}, 43).to(kFloat32),
+           rv_cpu = (abs(values({4}, 44)) + 0.5).to(kFloat32);
     Tensor rm_gpu = rm_cpu.cuda(), rv_gpu = rv_cpu.cuda();
     Tensor xc = x.clone().set_requires_grad(true), xg = x.cuda().set_requires_grad(true);
     Tensor wc = weight.clone().set_requires_grad(true), wg = weight.cuda().set_requires_grad(true);

@@ -10,20 +10,27 @@ using testing::expect_cuda_parity;
 TEST(BatchNormCuda, MatchesTheCpu) {
   LOOM_REQUIRE_CUDA();
   // {16, 3, 24, 24}: 9216 elements per channel, summed in several chunks per channel.
-  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{32, 7}, Shape{2, 3, 5, 5}, Shape{16, 3, 24, 24}}) {
+  for (Shape shape :
+       {Shape{8, 16, 10, 10}, Shape{32, 7}, Shape{2, 3, 5, 5}, Shape{16, 3, 24, 24}}) {
     Generator gen(shape[1]);
     const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen),
+                 b = randn({shape[1]}, kFloat32, &gen);
     SCOPED_TRACE("x " + shape_str(shape));
-    expect_cuda_parity([](const std::vector<Tensor>& in) {
-      return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
-    }, {x, w, b});
-    const Tensor rm = randn({shape[1]}, kFloat32, &gen), rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
+    expect_cuda_parity(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
+        },
+        {x, w, b});
+    const Tensor rm = randn({shape[1]}, kFloat32, &gen),
+                 rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
     const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
-    expect_cuda_parity([rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
-      const bool gpu = in[0].is_cuda();
-      return batch_norm(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
-    }, {x, w, b});
+    expect_cuda_parity(
+        [rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
+          const bool gpu = in[0].is_cuda();
+          return batch_norm(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
+        },
+        {x, w, b});
   }
 }
 
@@ -47,17 +54,23 @@ TEST(BatchNormCuda, FusedReluMatchesTheCpu) {
   for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 3, 5, 5}, Shape{32, 7}}) {
     Generator gen(shape[1] + 100);
     const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen),
+                 b = randn({shape[1]}, kFloat32, &gen);
     SCOPED_TRACE("x " + shape_str(shape));
-    expect_cuda_parity([](const std::vector<Tensor>& in) {
-      return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-    }, {x, w, b});
-    const Tensor rm = randn({shape[1]}, kFloat32, &gen), rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
+    expect_cuda_parity(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+        },
+        {x, w, b});
+    const Tensor rm = randn({shape[1]}, kFloat32, &gen),
+                 rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
     const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
-    expect_cuda_parity([rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
-      const bool gpu = in[0].is_cuda();
-      return batch_norm_relu(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
-    }, {x, w, b});
+    expect_cuda_parity(
+        [rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
+          const bool gpu = in[0].is_cuda();
+          return batch_norm_relu(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
+        },
+        {x, w, b});
   }
 }
 
@@ -69,7 +82,8 @@ TEST(BatchNormCuda, FusedReluEqualsTheTwoOpsBitForBit) {
   for (DType dtype : {kFloat32, kBFloat16}) {
     for (MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
       for (Shape shape : {Shape{4, 64, 12, 12}, Shape{3, 37, 5, 5}}) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + (format == MemoryFormat::ChannelsLast ? " NHWC " : " NCHW ") +
+        SCOPED_TRACE(std::string(dtype_name(dtype)) +
+                     (format == MemoryFormat::ChannelsLast ? " NHWC " : " NCHW ") +
                      shape_str(shape));
         Generator gen(shape[1] + 7);
         const Tensor x0 = randn(shape, kFloat32, &gen).to(dtype).cuda().contiguous(format);
@@ -87,7 +101,8 @@ TEST(BatchNormCuda, FusedReluEqualsTheTwoOpsBitForBit) {
         const auto fused = run(true), composed = run(false);
         EXPECT_EQ(fused[0].suggest_memory_format(), format);
         for (size_t i = 0; i < fused.size(); ++i) {
-          EXPECT_EQ(fused[i].cpu().to_vector<double>(), composed[i].cpu().to_vector<double>()) << "result " << i;
+          EXPECT_EQ(fused[i].cpu().to_vector<double>(), composed[i].cpu().to_vector<double>())
+              << "result " << i;
         }
       }
     }

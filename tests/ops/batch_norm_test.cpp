@@ -19,13 +19,14 @@ void channel_moments(const Tensor& x, std::vector<double>& mean, std::vector<dou
       for (int64_t k = 0; k < inner; ++k) mean[c] += v[(n * C + c) * inner + k];
     mean[c] /= N * inner;
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < inner; ++k) var[c] += std::pow(v[(n * C + c) * inner + k] - mean[c], 2);
+      for (int64_t k = 0; k < inner; ++k)
+        var[c] += std::pow(v[(n * C + c) * inner + k] - mean[c], 2);
     var[c] /= N * inner;
   }
 }
 
-Tensor reference_bn(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& var,
-                    const Tensor& w, const Tensor& b, double eps) {
+Tensor reference_bn(const Tensor& x, const std::vector<double>& mean,
+                    const std::vector<double>& var, const Tensor& w, const Tensor& b, double eps) {
   auto v = x.to_vector<double>();
   const auto wv = w.to_vector<double>(), bv = b.to_vector<double>();
   const int64_t C = x.size(1), inner = x.numel() / (x.size(0) * C);
@@ -86,12 +87,16 @@ TEST(BatchNorm, GradientsMatchFiniteDifferences) {
   for (Shape shape : {Shape{3, 2, 3, 4}, Shape{5, 3}, Shape{1, 2, 2, 3}}) {
     Tensor x = testing::random_leaf(shape, 1);
     Tensor w = testing::random_leaf({shape[1]}, 2), b = testing::random_leaf({shape[1]}, 3);
-    EXPECT_GRADCHECK([](const std::vector<Tensor>& in) {
-      return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
-    }, (std::vector<Tensor>{x, w, b}));
-    EXPECT_GRADCHECK([](const std::vector<Tensor>& in) {
-      return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
-    }, (std::vector<Tensor>{x}));
+    EXPECT_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
+        },
+        (std::vector<Tensor>{x, w, b}));
+    EXPECT_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+        },
+        (std::vector<Tensor>{x}));
     Tensor rm = randn({shape[1]}, kFloat64), rv = uniform({shape[1]}, 0.5, 2.0, kFloat64);
     const auto eval = [rm, rv](const std::vector<Tensor>& in) {
       return batch_norm(in[0], in[1], in[2], rm, rv, false);
@@ -110,7 +115,8 @@ TEST(BatchNorm, Float32KeepsItsPrecisionUnderALargeMean) {
   channel_moments(x.to(kFloat64), mean, var);
   const Tensor w = uniform({3}, 0.5, 1.5, kFloat32, &gen), b = randn({3}, kFloat32, &gen);
   const Tensor y = batch_norm(x, w, b, Tensor(), Tensor(), true);
-  EXPECT_TENSOR_NEAR(y.to(kFloat64), reference_bn(x.to(kFloat64), mean, var, w, b, 1e-5), 2e-4, 1e-4);
+  EXPECT_TENSOR_NEAR(y.to(kFloat64), reference_bn(x.to(kFloat64), mean, var, w, b, 1e-5), 2e-4,
+                     1e-4);
 }
 
 // relu(batch_norm(x)) in one op: the same outputs and the same gradients of x, weight and bias
@@ -120,11 +126,14 @@ TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
   for (Shape shape : {Shape{4, 3, 5, 6}, Shape{8, 5}, Shape{2, 16, 3, 3}}) {
     for (DType dtype : {kFloat64, kFloat32}) {
       for (bool training : {true, false}) {
-        SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dtype) + (training ? " training" : " eval"));
+        SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dtype) +
+                     (training ? " training" : " eval"));
         Generator gen(shape[1] * 7 + training);
         const Tensor x0 = randn(shape, dtype, &gen);
-        const Tensor w0 = uniform({shape[1]}, -1.5, 1.5, dtype, &gen), b0 = randn({shape[1]}, dtype, &gen);
-        const Tensor rm = randn({shape[1]}, dtype, &gen), rv = uniform({shape[1]}, 0.5, 2.0, dtype, &gen);
+        const Tensor w0 = uniform({shape[1]}, -1.5, 1.5, dtype, &gen),
+                     b0 = randn({shape[1]}, dtype, &gen);
+        const Tensor rm = randn({shape[1]}, dtype, &gen),
+                     rv = uniform({shape[1]}, 0.5, 2.0, dtype, &gen);
         const Tensor upstream = randn(shape, dtype, &gen);
         auto run = [&](bool fused) {
           Tensor x = x0.clone().set_requires_grad(true), w = w0.clone().set_requires_grad(true);
@@ -148,9 +157,11 @@ TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
   }
   Tensor x = testing::random_leaf({3, 2, 3, 4}, 4);
   Tensor w = testing::random_leaf({2}, 5), b = testing::random_leaf({2}, 6);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) {
-    return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-  }, (std::vector<Tensor>{x, w, b}));
+  EXPECT_GRADCHECK(
+      [](const std::vector<Tensor>& in) {
+        return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+      },
+      (std::vector<Tensor>{x, w, b}));
   Tensor rm = randn({2}, kFloat64), rv = uniform({2}, 0.5, 2.0, kFloat64);
   const auto eval = [rm, rv](const std::vector<Tensor>& in) {
     return batch_norm_relu(in[0], in[1], in[2], rm, rv, false);
@@ -161,20 +172,27 @@ TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
 TEST(BatchNorm, Errors) {
   Tensor x = randn({4, 3, 2, 2});
   Tensor c3 = ones({3}), c2 = ones({2});
-  EXPECT_LOOM_ERROR(batch_norm(randn({4}), Tensor(), Tensor(), Tensor(), Tensor(), true), "[N, C, ...]");
+  EXPECT_LOOM_ERROR(batch_norm(randn({4}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "[N, C, ...]");
   EXPECT_LOOM_ERROR(batch_norm(x, c2, Tensor(), Tensor(), Tensor(), true), "weight has shape [2]");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), c2, Tensor(), Tensor(), true), "bias has shape");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), c3, Tensor(), true), "or neither");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), c2, c2, true), "running_mean has shape");
-  EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false), "eval mode needs");
-  EXPECT_LOOM_ERROR(batch_norm(x, ones({3}, kFloat64), Tensor(), Tensor(), Tensor(), true), "weight (float64, cpu) must be float32");
-  EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 0.0), "eps must be positive");
+  EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false),
+                    "eval mode needs");
+  EXPECT_LOOM_ERROR(batch_norm(x, ones({3}, kFloat64), Tensor(), Tensor(), Tensor(), true),
+                    "weight (float64, cpu) must be float32");
+  EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 0.0),
+                    "eps must be positive");
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 1.5), "momentum");
-  EXPECT_LOOM_ERROR(batch_norm(randn({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true), "more than one value");
-  EXPECT_LOOM_ERROR(batch_norm(x.to(kInt64), Tensor(), Tensor(), Tensor(), Tensor(), true), "floating point");
+  EXPECT_LOOM_ERROR(batch_norm(randn({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "more than one value");
+  EXPECT_LOOM_ERROR(batch_norm(x.to(kInt64), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    "floating point");
   Tensor strided = ones({3, 2}).select(1, 0);
   EXPECT_LOOM_ERROR(batch_norm(x, Tensor(), Tensor(), strided, strided, true), "contiguous");
-  EXPECT_LOOM_ERROR(batch_norm_relu(x, c2, Tensor(), Tensor(), Tensor(), true), "weight has shape [2]");
+  EXPECT_LOOM_ERROR(batch_norm_relu(x, c2, Tensor(), Tensor(), Tensor(), true),
+                    "weight has shape [2]");
 }
 
 }  // namespace

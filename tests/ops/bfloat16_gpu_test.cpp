@@ -49,7 +49,8 @@ TEST(BFloat16OpsGpu, OpsWithoutBFloat16SayWhichOpAndDtype) {
   EXPECT_LOOM_ERROR(softmax(m, 1), "softmax: dtype bfloat16 is not supported");
   // Products and convolutions take bfloat16 on CUDA (autocast_gpu_test.cpp checks their values).
   EXPECT_EQ(matmul(m, m.t()).dtype(), kBFloat16);
-  EXPECT_EQ(conv2d(randn({1, 3, 5, 5}, gpu, &gen), randn({2, 3, 3, 3}, gpu, &gen)).dtype(), kBFloat16);
+  EXPECT_EQ(conv2d(randn({1, 3, 5, 5}, gpu, &gen), randn({2, 3, 3, 3}, gpu, &gen)).dtype(),
+            kBFloat16);
 }
 
 }  // namespace

@@ -136,8 +136,10 @@ TEST(BFloat16Ops, OpsWithoutBFloat16SayWhichOpAndDtype) {
 TEST(BFloat16Ops, PoolingSelectsAndAveragesWithOneRounding) {
   const Operand x = random_operand({2, 3, 9, 8}, 40);
   EXPECT_EQ(bf16_bits_of(max_pool2d(x.bf16, 2)), reference_bits_of(max_pool2d(x.f64, 2)));
-  EXPECT_EQ(bf16_bits_of(max_pool2d(x.bf16, 3, 2, 1)), reference_bits_of(max_pool2d(x.f64, 3, 2, 1)));
-  EXPECT_EQ(bf16_bits_of(avg_pool2d(x.bf16, 3, 2, 1)), reference_bits_of(avg_pool2d(x.f64, 3, 2, 1)));
+  EXPECT_EQ(bf16_bits_of(max_pool2d(x.bf16, 3, 2, 1)),
+            reference_bits_of(max_pool2d(x.f64, 3, 2, 1)));
+  EXPECT_EQ(bf16_bits_of(avg_pool2d(x.bf16, 3, 2, 1)),
+            reference_bits_of(avg_pool2d(x.f64, 3, 2, 1)));
   // Max pooling's gradient goes to the first maximum of each window, as float64's does; with
   // tiling windows each input gets one output's gradient, exactly.
   Tensor a = x.bf16.detach().requires_grad_(), b = x.f64.detach().requires_grad_();
@@ -167,7 +169,8 @@ TEST(BFloat16Ops, BatchNormOnBFloat16UsesFloat32StatisticsAndRoundsOnce) {
 TEST(BFloat16Ops, DropoutKeepsWhatFloat32KeepsForTheSameSeed) {
   const Operand x = random_operand({40, 30}, 60);
   Generator a(61), b(61);
-  const Tensor y16 = dropout(x.bf16, 0.4, true, &a), y32 = dropout(x.bf16.to(kFloat32), 0.4, true, &b);
+  const Tensor y16 = dropout(x.bf16, 0.4, true, &a),
+               y32 = dropout(x.bf16.to(kFloat32), 0.4, true, &b);
   ASSERT_EQ(y16.dtype(), kBFloat16);
   EXPECT_EQ(eq(y16.to(kFloat32), 0.0).to_vector<uint8_t>(), eq(y32, 0.0).to_vector<uint8_t>());
   EXPECT_TENSOR_NEAR(y16, y32, 0.0, kBf16Rtol);

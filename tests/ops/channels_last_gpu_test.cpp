@@ -15,8 +15,8 @@ constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
 // is channels-last: outputs and every gradient must agree, the output must be channels-last
 // (when `out_cl`) and so must the first input's gradient.
 void expect_channels_last_parity(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                                 const std::vector<Tensor>& values, bool out_cl = true, double atol = 1e-4,
-                                 double rtol = 1e-4) {
+                                 const std::vector<Tensor>& values, bool out_cl = true,
+                                 double atol = 1e-4, double rtol = 1e-4) {
   const ConvTf32Scope full_float32(false);
   std::vector<Tensor> cpu, gpu;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -29,7 +29,8 @@ void expect_channels_last_parity(const std::function<Tensor(const std::vector<Te
   const Tensor y_cpu = f(cpu);
   const Tensor y_gpu = f(gpu);
   ASSERT_TRUE(y_gpu.is_cuda());
-  if (out_cl) EXPECT_EQ(y_gpu.suggest_memory_format(), kCL) << "strides " << shape_str(y_gpu.strides());
+  if (out_cl)
+    EXPECT_EQ(y_gpu.suggest_memory_format(), kCL) << "strides " << shape_str(y_gpu.strides());
   EXPECT_TENSOR_NEAR(y_gpu.cpu(), y_cpu, atol, rtol);
   Generator gen(2025);
   const Tensor w = randn(y_cpu.shape(), y_cpu.dtype(), &gen);
@@ -40,9 +41,11 @@ void expect_channels_last_parity(const std::function<Tensor(const std::vector<Te
     const std::string problem = testing::compare(gpu[i].grad().cpu(), cpu[i].grad(), atol, rtol);
     EXPECT_TRUE(problem.empty()) << "gradient of input " << i << ": " << problem;
   }
-  EXPECT_EQ(gpu[0].grad().suggest_memory_format(), kCL) << "strides " << shape_str(gpu[0].grad().strides());
+  EXPECT_EQ(gpu[0].grad().suggest_memory_format(), kCL)
+      << "strides " << shape_str(gpu[0].grad().strides());
   // The other inputs are NCHW leaves (weights): their gradients come back NCHW.
-  for (size_t i = 1; i < values.size(); ++i) EXPECT_TRUE(gpu[i].grad().is_contiguous()) << "input " << i;
+  for (size_t i = 1; i < values.size(); ++i)
+    EXPECT_TRUE(gpu[i].grad().is_contiguous()) << "input " << i;
 }
 
 struct ConvCase {
@@ -58,7 +61,7 @@ TEST(ChannelsLastCuda, Conv2dMatchesTheCpu) {
       {{2, 4, 11, 10}, {6, 4, 3, 2}, Conv2dOptions().stride(2).padding(1)},
       {{1, 2, 9, 9}, {3, 2, 3, 3}, Conv2dOptions().dilation(2).padding(2)},
       {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dOptions().stride(2).padding(Padding::Same)},  // asymmetric
-      {{2, 8, 5, 5}, {16, 8, 1, 1}, Conv2dOptions().stride(2)},                        // a downsample
+      {{2, 8, 5, 5}, {16, 8, 1, 1}, Conv2dOptions().stride(2)},  // a downsample
       {{4, 16, 16, 16}, {32, 16, 3, 3}, Conv2dOptions().padding(1)},
       // 12800 outputs a channel: the channels-last bias gradient sums several chunks.
       {{8, 3, 40, 40}, {36, 3, 3, 3}, Conv2dOptions().padding(1)},
@@ -71,13 +74,16 @@ TEST(ChannelsLastCuda, Conv2dMatchesTheCpu) {
     const Conv2dOptions opt = c.opt;
     SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
     expect_channels_last_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); }, {x, w, b}, true, 5e-4);
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+        {x, w, b}, true, 5e-4);
     expect_channels_last_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); }, {x, w}, true, 5e-4);
-    // The fused bias + relu pass, channel-fastest (vectorised when the channels are a multiple of 4).
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
+        {x, w}, true, 5e-4);
+    // The fused bias + relu pass, channel-fastest (vectorised when the channels are a multiple of
+    // 4).
     expect_channels_last_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); }, {x, w, b}, true,
-        5e-4);
+        [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
+        {x, w, b}, true, 5e-4);
   }
 }
 
@@ -94,7 +100,8 @@ TEST(ChannelsLastCuda, Bf16Conv2dMatchesNchw) {
   const Tensor cl = conv2d_relu(x.contiguous(kCL), w, b, opt);
   EXPECT_EQ(cl.suggest_memory_format(), kCL);
   EXPECT_EQ(cl.dtype(), kBFloat16);
-  const Tensor reference = relu(conv2d(x.cpu().to(kFloat32), w.cpu().to(kFloat32), b.cpu().to(kFloat32), opt));
+  const Tensor reference =
+      relu(conv2d(x.cpu().to(kFloat32), w.cpu().to(kFloat32), b.cpu().to(kFloat32), opt));
   // 144 products of bf16 inputs accumulated in float32, one bf16 rounding of the result.
   EXPECT_TENSOR_NEAR(cl.cpu().to(kFloat32), reference, 2e-2, 1e-2);
   EXPECT_TENSOR_NEAR(nchw.cpu().to(kFloat32), reference, 2e-2, 1e-2);
@@ -103,20 +110,27 @@ TEST(ChannelsLastCuda, Bf16Conv2dMatchesNchw) {
 TEST(ChannelsLastCuda, BatchNormMatchesTheCpu) {
   LOOM_REQUIRE_CUDA();
   // 37 channels: a partial tile of 32; {16, 64, 24, 24}: 9216 rows, several chunks a tile.
-  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 37, 5, 5}, Shape{16, 64, 24, 24}, Shape{4, 3, 7, 7}}) {
+  for (Shape shape :
+       {Shape{8, 16, 10, 10}, Shape{2, 37, 5, 5}, Shape{16, 64, 24, 24}, Shape{4, 3, 7, 7}}) {
     Generator gen(shape[1]);
     const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen),
+                 b = randn({shape[1]}, kFloat32, &gen);
     SCOPED_TRACE("x " + shape_str(shape));
-    expect_channels_last_parity([](const std::vector<Tensor>& in) {
-      return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
-    }, {x, w, b});
-    const Tensor rm = randn({shape[1]}, kFloat32, &gen), rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
+    expect_channels_last_parity(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
+        },
+        {x, w, b});
+    const Tensor rm = randn({shape[1]}, kFloat32, &gen),
+                 rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
     const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
-    expect_channels_last_parity([rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
-      const bool gpu = in[0].is_cuda();
-      return batch_norm(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
-    }, {x, w, b});
+    expect_channels_last_parity(
+        [rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
+          const bool gpu = in[0].is_cuda();
+          return batch_norm(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
+        },
+        {x, w, b});
   }
 }
 
@@ -125,11 +139,14 @@ TEST(ChannelsLastCuda, FusedBatchNormReluMatchesTheCpu) {
   for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 37, 5, 5}, Shape{16, 64, 24, 24}}) {
     Generator gen(shape[1] + 50);
     const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen), b = randn({shape[1]}, kFloat32, &gen);
+    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen),
+                 b = randn({shape[1]}, kFloat32, &gen);
     SCOPED_TRACE("x " + shape_str(shape));
-    expect_channels_last_parity([](const std::vector<Tensor>& in) {
-      return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-    }, {x, w, b});
+    expect_channels_last_parity(
+        [](const std::vector<Tensor>& in) {
+          return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+        },
+        {x, w, b});
   }
 }
 
@@ -158,18 +175,22 @@ TEST(ChannelsLastCuda, PoolingMatchesTheCpu) {
   const std::vector<PoolCase> cases = {
       {"max 2x2 (cells backward)", [](const Tensor& t) { return max_pool2d(t, 2); }},
       {"max 3x3/2 pad 1 (gather backward)", [](const Tensor& t) { return max_pool2d(t, 3, 2, 1); }},
-      {"max 3x2/1", [](const Tensor& t) { return max_pool2d(t, {3, 2}, 1); }},
+      {"max 3x2/1",
+       [](const Tensor& t) {
+         return max_pool2d(t, {3, 2}, 1);
+       }},
       {"avg 3x3/2 pad 1", [](const Tensor& t) { return avg_pool2d(t, 3, 2, 1, false); }},
       {"adaptive avg 5x4", [](const Tensor& t) { return adaptive_avg_pool2d(t, 5, 4); }},
   };
   for (const PoolCase& c : cases) {
     SCOPED_TRACE(c.name);
     const auto pool = c.pool;
-    expect_channels_last_parity([pool](const std::vector<Tensor>& in) { return pool(in[0]); }, {x}, true, 1e-5);
+    expect_channels_last_parity([pool](const std::vector<Tensor>& in) { return pool(in[0]); }, {x},
+                                true, 1e-5);
   }
   // Global average pooling ends with one pixel: both layouts at once, so no layout to check.
-  expect_channels_last_parity([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x}, false,
-                              1e-5);
+  expect_channels_last_parity(
+      [](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x}, false, 1e-5);
 }
 
 TEST(ChannelsLastCuda, ElementwiseOpsKeepTheLayout) {
@@ -178,16 +199,18 @@ TEST(ChannelsLastCuda, ElementwiseOpsKeepTheLayout) {
   const Tensor x = randn({2, 12, 5, 6}, kFloat32, &gen), y = randn({2, 12, 5, 6}, kFloat32, &gen);
   const Tensor bias = randn({12, 1, 1}, kFloat32, &gen);
   const Tensor y_gpu = y.cuda(), bias_gpu = bias.cuda();
-  expect_channels_last_parity([y, y_gpu, bias, bias_gpu](const std::vector<Tensor>& in) {
-    const bool gpu = in[0].is_cuda();
-    return relu(in[0] * (gpu ? y_gpu : y) + (gpu ? bias_gpu : bias)) + in[0];
-  }, {x}, true, 1e-6);
+  expect_channels_last_parity(
+      [y, y_gpu, bias, bias_gpu](const std::vector<Tensor>& in) {
+        const bool gpu = in[0].is_cuda();
+        return relu(in[0] * (gpu ? y_gpu : y) + (gpu ? bias_gpu : bias)) + in[0];
+      },
+      {x}, true, 1e-6);
 }
 
 // Two copies of one model, one fed NCHW and the other channels-last, step for step on the GPU:
 // the same losses and parameters (cuDNN's NHWC and NCHW algorithms differ in rounding only).
-void expect_layouts_train_alike(const std::function<std::shared_ptr<nn::Module>()>& make, const Shape& input,
-                                int steps) {
+void expect_layouts_train_alike(const std::function<std::shared_ptr<nn::Module>()>& make,
+                                const Shape& input, int steps) {
   const ConvTf32Scope full_float32(false);
   auto nchw_model = make(), cl_model = make();
   nchw_model->to(kCUDA);
@@ -200,7 +223,8 @@ void expect_layouts_train_alike(const std::function<std::shared_ptr<nn::Module>(
     const Tensor x = uniform(input, -1.0, 1.0, kFloat32, &gen).cuda();
     const Tensor labels = randint(0, 2, {input[0], 1}, kInt64, &gen).to(kCUDA, kFloat32);
     const Tensor loss_nchw = nn::binary_cross_entropy_with_logits(nchw_model->forward(x), labels);
-    const Tensor loss_cl = nn::binary_cross_entropy_with_logits(cl_model->forward(x.contiguous(kCL)), labels);
+    const Tensor loss_cl =
+        nn::binary_cross_entropy_with_logits(cl_model->forward(x.contiguous(kCL)), labels);
     EXPECT_NEAR(loss_cl.item<double>(), loss_nchw.item<double>(), 1e-5);
     nchw_opt.zero_grad();
     cl_opt.zero_grad();
@@ -220,27 +244,31 @@ void expect_layouts_train_alike(const std::function<std::shared_ptr<nn::Module>(
 
 TEST(ChannelsLastCuda, ClassicCnnTrainsAlikeInBothLayouts) {
   LOOM_REQUIRE_CUDA();
-  expect_layouts_train_alike([] {
-    Generator gen(3);
-    return std::shared_ptr<nn::Module>(nn::classic_cnn(nn::Init::Keras, &gen));
-  }, {8, 3, 64, 64}, 3);
+  expect_layouts_train_alike(
+      [] {
+        Generator gen(3);
+        return std::shared_ptr<nn::Module>(nn::classic_cnn(nn::Init::Keras, &gen));
+      },
+      {8, 3, 64, 64}, 3);
 }
 
 TEST(ChannelsLastCuda, ResNetBlocksTrainAlikeInBothLayouts) {
   LOOM_REQUIRE_CUDA();
-  expect_layouts_train_alike([] {
-    Generator gen(4);
-    auto model = std::make_shared<nn::Sequential>();
-    model->add(std::make_shared<nn::Conv2d>(3, 16, 3, Conv2dOptions().padding(1), false))
-        .add(std::make_shared<nn::BatchNorm2d>(16))
-        .add(std::make_shared<nn::ReLU>())
-        .add(std::make_shared<nn::BasicBlock>(16, 16, 1))
-        .add(std::make_shared<nn::BasicBlock>(16, 32, 2))
-        .add(std::make_shared<nn::GlobalAvgPool2d>())
-        .add(std::make_shared<nn::Linear>(32, 1));
-    model->init_parameters(nn::Init::PyTorch, &gen);
-    return std::shared_ptr<nn::Module>(model);
-  }, {6, 3, 16, 16}, 3);
+  expect_layouts_train_alike(
+      [] {
+        Generator gen(4);
+        auto model = std::make_shared<nn::Sequential>();
+        model->add(std::make_shared<nn::Conv2d>(3, 16, 3, Conv2dOptions().padding(1), false))
+            .add(std::make_shared<nn::BatchNorm2d>(16))
+            .add(std::make_shared<nn::ReLU>())
+            .add(std::make_shared<nn::BasicBlock>(16, 16, 1))
+            .add(std::make_shared<nn::BasicBlock>(16, 32, 2))
+            .add(std::make_shared<nn::GlobalAvgPool2d>())
+            .add(std::make_shared<nn::Linear>(32, 1));
+        model->init_parameters(nn::Init::PyTorch, &gen);
+        return std::shared_ptr<nn::Module>(model);
+      },
+      {6, 3, 16, 16}, 3);
 }
 
 // A captured step keeps a channels-last batch channels-last (its static input has the batch's
@@ -304,7 +332,8 @@ TEST(ChannelsLastCuda, ChannelsLastWeightsTrainBitForBitAsNchwWeights) {
   train::CapturedStep::Options options;
   options.autocast = true;
   train::CapturedStep step(*graph, loss, graph_opt, options);
-  auto eager_step = [&](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+  auto eager_step = [&](nn::Module& model, optim::Optimizer& opt, const Tensor& x,
+                        const Tensor& y) {
     const Tensor l = loss(train::forward(model, x, /*autocast=*/true), y);
     opt.zero_grad();
     l.backward();

@@ -37,10 +37,12 @@ TEST(Conv2dCuda, MatchesTheCpu) {
     SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
     // Weight and bias gradients sum up to ~10^4 float32 products: a small absolute slack on
     // top of 1e-4 relative keeps entries near zero from failing on rounding alone.
-    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-                       {x, w, b}, 5e-4, 1e-4);
-    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
-                       {x, w}, 5e-4, 1e-4);
+    expect_cuda_parity(
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+        {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity(
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
+        {x, w}, 5e-4, 1e-4);
   }
 }
 
@@ -65,12 +67,14 @@ TEST(Conv2dCuda, Tf32ResultsAreWithinTf32Tolerance) {
   LOOM_REQUIRE_CUDA();
   const ConvTf32Scope tf32(true);
   Generator gen(6);
-  const Tensor x = randn({4, 64, 12, 12}, kFloat64, &gen), w = uniform({32, 64, 3, 3}, -0.5, 0.5, kFloat64, &gen);
+  const Tensor x = randn({4, 64, 12, 12}, kFloat64, &gen),
+               w = uniform({32, 64, 3, 3}, -0.5, 0.5, kFloat64, &gen);
   const Tensor b = randn({32}, kFloat64, &gen);
   const Conv2dOptions opt = Conv2dOptions().padding(1);
   Tensor xc = x.clone().set_requires_grad(true), wc = w.clone().set_requires_grad(true);
   Tensor bc = b.clone().set_requires_grad(true);
-  Tensor xg = x.to(kFloat32).cuda().set_requires_grad(true), wg = w.to(kFloat32).cuda().set_requires_grad(true);
+  Tensor xg = x.to(kFloat32).cuda().set_requires_grad(true),
+         wg = w.to(kFloat32).cuda().set_requires_grad(true);
   Tensor bg = b.to(kFloat32).cuda().set_requires_grad(true);
   const Tensor y_cpu = conv2d(xc, wc, bc, opt), y_gpu = conv2d(xg, wg, bg, opt);
   const Tensor dy = randn(y_cpu.shape(), kFloat64, &gen);
@@ -92,9 +96,11 @@ TEST(Conv2dCuda, Float64MatchesTheCpu) {
   LOOM_REQUIRE_CUDA();
   Generator gen(3);
   const Tensor x = randn({2, 3, 7, 7}, kFloat64, &gen), w = randn({2, 3, 3, 3}, kFloat64, &gen);
-  expect_cuda_parity([](const std::vector<Tensor>& in) {
-    return conv2d(in[0], in[1], Tensor(), Conv2dOptions().stride(2).padding(1));
-  }, {x, w}, 1e-10, 1e-10);
+  expect_cuda_parity(
+      [](const std::vector<Tensor>& in) {
+        return conv2d(in[0], in[1], Tensor(), Conv2dOptions().stride(2).padding(1));
+      },
+      {x, w}, 1e-10, 1e-10);
 }
 
 TEST(Conv2dCuda, AlgorithmsAreChosenOncePerShape) {
@@ -159,11 +165,13 @@ TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
     const Tensor b = randn({c.w[0]}, kFloat32, &gen);
     const Conv2dOptions opt = c.opt;
     const int64_t before = conv_algorithm_searches();
-    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-                       {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity(
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+        {x, w, b}, 5e-4, 1e-4);
     EXPECT_EQ(conv_algorithm_searches(), before + 3);
-    expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-                       {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity(
+        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+        {x, w, b}, 5e-4, 1e-4);
     EXPECT_EQ(conv_algorithm_searches(), before + 3);
   }
   // Deterministic and benchmark together: the timed choice among deterministic algorithms
@@ -181,8 +189,8 @@ TEST(Conv2dCuda, FusedReluMatchesTheComposition) {
   const ConvTf32Scope full(false);
   const std::vector<GpuCase> cases = {
       {{3, 3, 16, 16}, {8, 3, 3, 3}, Conv2dOptions().padding(1)},  // planes of 256: 4 at a time
-      {{2, 3, 9, 7}, {5, 3, 3, 3}, Conv2dOptions()},              // planes of 35: one at a time
-      {{2, 4, 64, 64}, {6, 4, 3, 3}, Conv2dOptions().stride(3)},  // seed_cnn's geometry
+      {{2, 3, 9, 7}, {5, 3, 3, 3}, Conv2dOptions()},               // planes of 35: one at a time
+      {{2, 4, 64, 64}, {6, 4, 3, 3}, Conv2dOptions().stride(3)},   // seed_cnn's geometry
   };
   uint64_t seed = 60;
   for (const GpuCase& c : cases) {
@@ -193,10 +201,12 @@ TEST(Conv2dCuda, FusedReluMatchesTheComposition) {
       const Tensor b = randn({c.w[0]}, dtype, &gen);
       const Conv2dOptions opt = c.opt;
       const double tol = dtype == kFloat64 ? 1e-10 : 5e-4;
-      expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
-                         {x, w, b}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
-      expect_cuda_parity([opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], Tensor(), opt); },
-                         {x, w}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
+      expect_cuda_parity(
+          [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
+          {x, w, b}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
+      expect_cuda_parity(
+          [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], Tensor(), opt); },
+          {x, w}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
     }
   }
   // The fused output is exactly relu of the unfused one on the same device (and about half
@@ -207,7 +217,8 @@ TEST(Conv2dCuda, FusedReluMatchesTheComposition) {
   const Tensor b = randn({8}, TensorOptions().device(kCUDA), &gen);
   const Tensor fused = conv2d_relu(x, w, b, Conv2dOptions().padding(1)).cpu();
   EXPECT_TENSOR_NEAR(fused, relu(conv2d(x, w, b, Conv2dOptions().padding(1))).cpu(), 0.0, 0.0);
-  const double zeros = sum(eq(fused, 0.0).to(kFloat64)).item<double>() / static_cast<double>(fused.numel());
+  const double zeros =
+      sum(eq(fused, 0.0).to(kFloat64)).item<double>() / static_cast<double>(fused.numel());
   EXPECT_GT(zeros, 0.2);
   EXPECT_LT(zeros, 0.8);
 }

@@ -32,7 +32,8 @@ Tensor reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, std::ar
           for (int64_t c = 0; c < C; ++c)
             for (int64_t p = 0; p < KH; ++p)
               for (int64_t q = 0; q < KW; ++q) {
-                const int64_t yy = i * s[0] - pad.top + p * d[0], xx = j * s[1] - pad.left + q * d[1];
+                const int64_t yy = i * s[0] - pad.top + p * d[0],
+                              xx = j * s[1] - pad.left + q * d[1];
                 if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
                 acc += xv[((n * C + c) * H + yy) * W + xx] * wv[((o * C + c) * KH + p) * KW + q];
               }
@@ -58,10 +59,22 @@ std::vector<Case> cases() {
       {{1, 2, 7, 6}, {2, 2, 3, 3}, Conv2dOptions().padding(Padding::Same), {1, 1, 1, 1}, false},
       // Keras 'same' with stride 2: out = ceil(7 / 2) = 4, total pad 2 (1, 1) and ceil(6 / 2) = 3,
       // total pad 1 (0 before, 1 after).
-      {{1, 2, 7, 6}, {3, 2, 3, 3}, Conv2dOptions().stride(2).padding(Padding::Same), {1, 1, 0, 1}, true},
-      {{2, 3, 8, 8}, {2, 3, 3, 3}, Conv2dOptions().stride(3).padding(Padding::Valid), {0, 0, 0, 0}, true},
+      {{1, 2, 7, 6},
+       {3, 2, 3, 3},
+       Conv2dOptions().stride(2).padding(Padding::Same),
+       {1, 1, 0, 1},
+       true},
+      {{2, 3, 8, 8},
+       {2, 3, 3, 3},
+       Conv2dOptions().stride(3).padding(Padding::Valid),
+       {0, 0, 0, 0},
+       true},
       {{1, 3, 5, 4}, {4, 3, 1, 1}, Conv2dOptions(), {0, 0, 0, 0}, true},  // pointwise fast path
-      {{2, 2, 6, 7}, {3, 2, 2, 3}, Conv2dOptions().stride(1, 2).dilation(2, 1).padding(1, 0), {1, 1, 0, 0}, false},
+      {{2, 2, 6, 7},
+       {3, 2, 2, 3},
+       Conv2dOptions().stride(1, 2).dilation(2, 1).padding(1, 0),
+       {1, 1, 0, 0},
+       false},
   };
 }
 
@@ -88,8 +101,10 @@ TEST(Conv2d, SameAndValidOutputSizes) {
   EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().stride(3)).shape(), (Shape{1, 32, 21, 21}));
   EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().stride(3).padding(Padding::Same)).shape(),
             (Shape{1, 32, 22, 22}));
-  EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().padding(Padding::Same)).shape(), (Shape{1, 32, 64, 64}));
-  EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().padding(Padding::Valid)).shape(), (Shape{1, 32, 62, 62}));
+  EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().padding(Padding::Same)).shape(),
+            (Shape{1, 32, 64, 64}));
+  EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().padding(Padding::Valid)).shape(),
+            (Shape{1, 32, 62, 62}));
   EXPECT_EQ(conv2d(x, w, Tensor(), Conv2dOptions().stride(2).padding(Padding::Same)).shape(),
             (Shape{1, 32, 32, 32}));
 }
@@ -119,9 +134,11 @@ TEST(Conv2d, GradientsMatchFiniteDifferences) {
     Tensor w = random_leaf(c.w, seed++);
     Tensor b = c.bias ? random_leaf({c.w[0]}, seed++) : Tensor();
     const Conv2dOptions opt = c.opt;
-    const std::string problem = gradcheck(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); }, {x, w, b});
-    EXPECT_TRUE(problem.empty()) << "x " << shape_str(c.x) << " w " << shape_str(c.w) << ": " << problem;
+    const std::string problem =
+        gradcheck([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
+                  {x, w, b});
+    EXPECT_TRUE(problem.empty()) << "x " << shape_str(c.x) << " w " << shape_str(c.w) << ": "
+                                 << problem;
   }
 }
 
@@ -172,7 +189,8 @@ TEST(Conv2d, BenchmarkLimitTakesZeroOrACountAndRefusesNegatives) {
   EXPECT_EQ(conv_benchmark_limit(), 16);
   set_conv_benchmark_limit(0);
   EXPECT_EQ(conv_benchmark_limit(), 0);
-  EXPECT_LOOM_ERROR(set_conv_benchmark_limit(-1), "must be 0 (time every engine) or positive, got -1");
+  EXPECT_LOOM_ERROR(set_conv_benchmark_limit(-1),
+                    "must be 0 (time every engine) or positive, got -1");
   EXPECT_EQ(conv_benchmark_limit(), 0);  // the refused value changed nothing
   set_conv_benchmark_limit(16);
 }

@@ -31,7 +31,8 @@ TEST(CpuElementwise, RowVectorAndTransposedOperands) {
     for (int64_t j = 0; j < 257; ++j) {
       const int64_t k = i * 257 + j;
       ASSERT_EQ(sum[k], static_cast<double>(static_cast<float>(av[k]) + static_cast<float>(rv[j])));
-      ASSERT_EQ(prod[k], static_cast<double>(static_cast<float>(bv[k]) * static_cast<float>(av[k])));
+      ASSERT_EQ(prod[k],
+                static_cast<double>(static_cast<float>(bv[k]) * static_cast<float>(av[k])));
     }
   }
 }
@@ -86,15 +87,18 @@ std::vector<double> reference_product(const Tensor& a, const Tensor& b) {
 }
 
 TEST(CpuMatmul, LargeSingleProductsSplitOverThreads) {
-  struct Case { Tensor a, b; };
+  struct Case {
+    Tensor a, b;
+  };
   const std::vector<Case> cases = {
-      {randn({37, 700}), randn({700, 130})},        // wider than tall: split by columns
+      {randn({37, 700}), randn({700, 130})},          // wider than tall: split by columns
       {randn({700, 37}).t(), randn({130, 700}).t()},  // both transposed
-      {randn({1000, 33}), randn({33, 70})},          // taller than wide: split by rows
+      {randn({1000, 33}), randn({33, 70})},           // taller than wide: split by rows
       {randn({70, 1000}).t(), randn({33, 70}).t()},
   };
   for (const Case& c : cases) {
-    const std::vector<double> got = values(matmul(c.a, c.b)), expected = reference_product(c.a, c.b);
+    const std::vector<double> got = values(matmul(c.a, c.b)),
+                              expected = reference_product(c.a, c.b);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_NEAR(got[i], expected[i], 1e-3 * (1.0 + std::abs(expected[i]))) << i;

@@ -56,10 +56,12 @@ TEST(Dropout, GradientUsesTheSameMask) {
     ASSERT_NEAR(dx[i], yv[i] == 0 ? 0.0 : gv[i] / 0.7, 1e-12) << "element " << i;
   }
   Tensor leaf = testing::random_leaf({6, 7}, 5);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) {
-    Generator fixed(123);  // the same mask on every evaluation
-    return dropout(in[0], 0.4, true, &fixed);
-  }, (std::vector<Tensor>{leaf}));
+  EXPECT_GRADCHECK(
+      [](const std::vector<Tensor>& in) {
+        Generator fixed(123);  // the same mask on every evaluation
+        return dropout(in[0], 0.4, true, &fixed);
+      },
+      (std::vector<Tensor>{leaf}));
 }
 
 TEST(Dropout, Errors) {

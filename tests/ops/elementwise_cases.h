@@ -73,7 +73,8 @@ inline Function with_layout(const Function& f, const Layout& layout) {
 // The others are IEEE-exact float operations and selections: in bfloat16 (computed in float,
 // rounded once) they give the correctly rounded result on both devices.
 inline bool uses_libm(const std::string& name) {
-  for (const char* op : {"exp", "log", "sigmoid", "tanh", "pow_3", "pow_half", "pow_neg", "pow_0", "pow"}) {
+  for (const char* op :
+       {"exp", "log", "sigmoid", "tanh", "pow_3", "pow_half", "pow_neg", "pow_0", "pow"}) {
     if (name == op) return true;
   }
   return false;

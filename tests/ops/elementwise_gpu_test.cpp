@@ -90,8 +90,8 @@ TEST(ElementwiseGpu, LargeTensorsMatchTheCpu) {
   expect_parity([](const std::vector<Tensor>& in) { return in[0] * in[1] + 0.5; }, {a, b},
                 kBFloat16, bf16_tolerance("mul"));
   expect_parity(
-      [](const std::vector<Tensor>& in) { return sigmoid(in[0].t()) - in[1].unsqueeze(1); },
-      {a, b}, kBFloat16, bf16_tolerance("sigmoid"));
+      [](const std::vector<Tensor>& in) { return sigmoid(in[0].t()) - in[1].unsqueeze(1); }, {a, b},
+      kBFloat16, bf16_tolerance("sigmoid"));
 }
 
 // Dense operands whose size is a multiple of 8 take the 16-byte kernel (8 bfloat16, 4 float or
@@ -106,10 +106,12 @@ TEST(ElementwiseGpu, VectorisedAndScalarKernelsMatchTheCpu) {
       for (int64_t length : {8192, 8191}) {
         SCOPED_TRACE(std::string(dtype_name(dtype)) + " from " + std::to_string(start) + ", " +
                      std::to_string(length) + " elements");
-        expect_parity([start, length](const std::vector<Tensor>& in) {
-          const Tensor x = in[0].narrow(0, start, length), y = in[1].narrow(0, start, length);
-          return relu(x * y) + x;
-        }, {a, b}, dtype, tol);
+        expect_parity(
+            [start, length](const std::vector<Tensor>& in) {
+              const Tensor x = in[0].narrow(0, start, length), y = in[1].narrow(0, start, length);
+              return relu(x * y) + x;
+            },
+            {a, b}, dtype, tol);
       }
     }
   }

@@ -33,12 +33,14 @@ TEST(Matmul, TwoDMatchesLoopInEveryLayout) {
   // A narrowed operand (row stride larger than its width) and one that must be copied.
   const Tensor wide = randn({5, 7}, kFloat64, &gen);
   const Tensor part = wide.narrow(1, 2, 3);
-  EXPECT_TENSOR_NEAR(matmul(part, b), from_vector(loop_matmul(values(part), values(b), 5, 3, 4), {5, 4}),
-                     1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(matmul(part, b),
+                     from_vector(loop_matmul(values(part), values(b), 5, 3, 4), {5, 4}), 1e-12,
+                     1e-12);
   const Tensor cube = randn({3, 2, 4}, kFloat64, &gen);
   const Tensor odd = cube.permute({1, 0, 2}).reshape({2, 12}).narrow(1, 0, 3);
-  EXPECT_TENSOR_NEAR(matmul(odd, b), from_vector(loop_matmul(values(odd), values(b), 2, 3, 4), {2, 4}),
-                     1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(matmul(odd, b),
+                     from_vector(loop_matmul(values(odd), values(b), 2, 3, 4), {2, 4}), 1e-12,
+                     1e-12);
   // float32 as well.
   EXPECT_TENSOR_NEAR(matmul(a.to(kFloat32), b.to(kFloat32)), expected.to(kFloat32), 1e-5, 1e-5);
 }
@@ -80,15 +82,19 @@ TEST(Matmul, BatchesBroadcast) {
   const Tensor m = randn({4, 5}, kFloat64, &gen);
   const Tensor left = matmul(a, m);
   EXPECT_EQ(left.shape(), (Shape{2, 1, 3, 5}));
-  EXPECT_TENSOR_NEAR(left.select(0, 1).select(0, 0),
-                     from_vector(loop_matmul(std::vector<double>(av.begin() + 12, av.end()), values(m), 3, 4, 5), {3, 5}),
-                     1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(
+      left.select(0, 1).select(0, 0),
+      from_vector(loop_matmul(std::vector<double>(av.begin() + 12, av.end()), values(m), 3, 4, 5),
+                  {3, 5}),
+      1e-12, 1e-12);
   const Tensor p = randn({2, 4}, kFloat64, &gen);
   const Tensor right = matmul(p, b);
   EXPECT_EQ(right.shape(), (Shape{3, 2, 5}));
-  EXPECT_TENSOR_NEAR(right.select(0, 2),
-                     from_vector(loop_matmul(values(p), std::vector<double>(bv.begin() + 40, bv.end()), 2, 4, 5), {2, 5}),
-                     1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(
+      right.select(0, 2),
+      from_vector(loop_matmul(values(p), std::vector<double>(bv.begin() + 40, bv.end()), 2, 4, 5),
+                  {2, 5}),
+      1e-12, 1e-12);
 }
 
 TEST(Matmul, EmptyInnerDimensionGivesZeros) {
@@ -104,8 +110,9 @@ TEST(Bmm, MatchesLoop) {
   const Tensor c = bmm(a, b.transpose(1, 2).contiguous().transpose(1, 2));
   const auto av = values(a), bv = values(b), cv = values(c);
   for (int64_t i = 0; i < 3; ++i) {
-    const auto ref = loop_matmul(std::vector<double>(av.begin() + i * 8, av.begin() + (i + 1) * 8),
-                                 std::vector<double>(bv.begin() + i * 20, bv.begin() + (i + 1) * 20), 2, 4, 5);
+    const auto ref =
+        loop_matmul(std::vector<double>(av.begin() + i * 8, av.begin() + (i + 1) * 8),
+                    std::vector<double>(bv.begin() + i * 20, bv.begin() + (i + 1) * 20), 2, 4, 5);
     for (int64_t e = 0; e < 10; ++e) EXPECT_NEAR(cv[i * 10 + e], ref[e], 1e-12);
   }
 }
@@ -130,38 +137,55 @@ TEST(Linear, MatchesLoopWithAndWithoutBias) {
 
 TEST(Linalg, Gradients) {
   const Tensor a = random_leaf({3, 4}, 51), b = random_leaf({4, 2}, 52);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{a, b}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{a, b}));
   const Tensor at = random_leaf({4, 3}, 53);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1]); }, (std::vector<Tensor>{at, b}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1]); },
+                   (std::vector<Tensor>{at, b}));
   const Tensor v = random_leaf({4}, 54), w = random_leaf({4}, 55);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{v, w}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{v, b}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{a, v}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{v, w}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{v, b}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{a, v}));
   // Broadcast batches: gradients sum over the batch dims an operand was broadcast along.
   const Tensor ba = random_leaf({2, 1, 3, 4}, 56), bb = random_leaf({3, 4, 2}, 57);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{ba, bb}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{ba, b}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, (std::vector<Tensor>{a, bb}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{ba, bb}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{ba, b}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                   (std::vector<Tensor>{a, bb}));
   const Tensor x = random_leaf({3, 2, 4}, 58), y = random_leaf({3, 4, 5}, 59);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, (std::vector<Tensor>{x, y}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
+                   (std::vector<Tensor>{x, y}));
   const Tensor wt = random_leaf({5, 4}, 60), bias = random_leaf({5}, 61);
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
                    (std::vector<Tensor>{x, wt, bias}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); }, (std::vector<Tensor>{x, wt}));
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); },
+                   (std::vector<Tensor>{x, wt}));
 }
 
 TEST(Linalg, ShapeErrorsNameBothShapes) {
-  EXPECT_LOOM_ERROR(matmul(zeros({2, 3}), zeros({4, 5})), "matmul: shapes [2, 3] and [4, 5] cannot be multiplied");
-  EXPECT_LOOM_ERROR(matmul(zeros({3}), zeros({4})), "matmul: shapes [3] and [4] cannot be multiplied");
-  EXPECT_LOOM_ERROR(matmul(zeros({2, 2, 3}), zeros({3, 3, 1})), "batch dimensions of shapes [2, 2, 3] and [3, 3, 1]");
+  EXPECT_LOOM_ERROR(matmul(zeros({2, 3}), zeros({4, 5})),
+                    "matmul: shapes [2, 3] and [4, 5] cannot be multiplied");
+  EXPECT_LOOM_ERROR(matmul(zeros({3}), zeros({4})),
+                    "matmul: shapes [3] and [4] cannot be multiplied");
+  EXPECT_LOOM_ERROR(matmul(zeros({2, 2, 3}), zeros({3, 3, 1})),
+                    "batch dimensions of shapes [2, 2, 3] and [3, 3, 1]");
   EXPECT_LOOM_ERROR(matmul(scalar_tensor(1.0), zeros({2})), "at least one dimension");
-  EXPECT_LOOM_ERROR(matmul(zeros({2, 2}), zeros({2, 2}, kFloat64)), "one dtype, got float32 and float64");
+  EXPECT_LOOM_ERROR(matmul(zeros({2, 2}), zeros({2, 2}, kFloat64)),
+                    "one dtype, got float32 and float64");
   EXPECT_LOOM_ERROR(matmul(zeros({2, 2}, kInt64), zeros({2, 2}, kInt64)), "floating-point");
-  EXPECT_LOOM_ERROR(bmm(zeros({2, 3}), zeros({3, 2})), "bmm: expects two 3-D tensors, got shapes [2, 3] and [3, 2]");
+  EXPECT_LOOM_ERROR(bmm(zeros({2, 3}), zeros({3, 2})),
+                    "bmm: expects two 3-D tensors, got shapes [2, 3] and [3, 2]");
   EXPECT_LOOM_ERROR(bmm(zeros({2, 2, 3}), zeros({3, 3, 2})), "bmm: shapes [2, 2, 3] and [3, 3, 2]");
-  EXPECT_LOOM_ERROR(linear(zeros({2, 3}), zeros({4, 5})), "linear: input of shape [2, 3] does not end in in_features=5");
+  EXPECT_LOOM_ERROR(linear(zeros({2, 3}), zeros({4, 5})),
+                    "linear: input of shape [2, 3] does not end in in_features=5");
   EXPECT_LOOM_ERROR(linear(zeros({2, 3}), zeros({3})), "weight must be 2-D");
-  EXPECT_LOOM_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({3})), "linear: bias of shape [3] does not match out_features=4");
+  EXPECT_LOOM_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({3})),
+                    "linear: bias of shape [3] does not match out_features=4");
 }
 
 }  // namespace

@@ -40,13 +40,17 @@ TEST(Pool2dCuda, MatchesTheCpu) {
     Size2 k, s, p;
   };
   const std::vector<Case> cases = {
-      {{2, 3, 8, 8}, 2, 2, 0},        {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
-      {{2, 4, 9, 7}, 3, 1, 1},        {{3, 32, 21, 21}, 2, 2, 0},
+      {{2, 3, 8, 8}, 2, 2, 0},
+      {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
+      {{2, 4, 9, 7}, 3, 1, 1},
+      {{3, 32, 21, 21}, 2, 2, 0},
       {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
       // Windows that cannot overlap (max pooling's cell backward): exact cover, gaps
       // between windows, padding, and uncovered trailing rows/columns.
-      {{4, 8, 62, 62}, 2, 2, 0},      {{2, 3, 10, 11}, 2, 3, 1},
-      {{2, 4, 9, 9}, 3, 3, 1},        {{1, 2, 9, 7}, {3, 2}, {3, 2}, 0},
+      {{4, 8, 62, 62}, 2, 2, 0},
+      {{2, 3, 10, 11}, 2, 3, 1},
+      {{2, 4, 9, 9}, 3, 3, 1},
+      {{1, 2, 9, 7}, {3, 2}, {3, 2}, 0},
   };
   uint64_t seed = 10;
   for (const Case& c : cases) {
@@ -54,9 +58,12 @@ TEST(Pool2dCuda, MatchesTheCpu) {
     const Tensor x = randn(c.x, kFloat32, &gen);
     const Size2 k = c.k, s = c.s, p = c.p;
     SCOPED_TRACE("x " + shape_str(c.x));
-    expect_cuda_parity([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); }, {x});
-    expect_cuda_parity([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); }, {x});
-    expect_cuda_parity([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
+    expect_cuda_parity([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
+                       {x});
+    expect_cuda_parity([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); },
+                       {x});
+    expect_cuda_parity(
+        [=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
   }
   for (const testing::MaxPoolCase& c : gpu_max_pool_cases()) {
     SCOPED_TRACE("max-pool case x " + shape_str(c.x));
@@ -71,7 +78,8 @@ TEST(Pool2dCuda, MatchesTheCpu) {
   }
   Generator gen(99);
   const Tensor x = randn({2, 5, 11, 9}, kFloat32, &gen);
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 3); }, {x});
+  expect_cuda_parity([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 3); },
+                     {x});
   expect_cuda_parity([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x});
 }
 

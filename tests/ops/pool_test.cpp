@@ -21,7 +21,8 @@ Tensor distinct_leaf(const Shape& shape, uint64_t seed) {
   for (int64_t s : shape) n *= s;
   std::vector<double> v(n);
   std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < n; ++i) v[i] = 0.1 * static_cast<double>(i) + 0.01 * std::uniform_real_distribution<double>(0, 1)(rng);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = 0.1 * static_cast<double>(i) + 0.01 * std::uniform_real_distribution<double>(0, 1)(rng);
   std::shuffle(v.begin(), v.end(), rng);
   Tensor t = from_vector(v, shape);
   t.set_requires_grad(true);
@@ -62,12 +63,9 @@ struct PoolCase {
 
 std::vector<PoolCase> pool_cases() {
   return {
-      {{2, 3, 8, 8}, 2, 2, 0},
-      {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
-      {{2, 1, 5, 6}, 3, 1, 1},
-      {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
-      {{1, 1, 7, 7}, 3, 2, 1},
-      {{3, 2, 10, 10}, 2, 2, 0},
+      {{2, 3, 8, 8}, 2, 2, 0}, {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
+      {{2, 1, 5, 6}, 3, 1, 1}, {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
+      {{1, 1, 7, 7}, 3, 2, 1}, {{3, 2, 10, 10}, 2, 2, 0},
   };
 }
 
@@ -78,8 +76,10 @@ TEST(Pool2d, MaxAndAverageMatchLoops) {
       Generator gen(seed++);
       Tensor x = randn(c.x, dtype, &gen);
       const double tol = dtype == kFloat64 ? 1e-12 : 1e-6;
-      EXPECT_TENSOR_NEAR(max_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::Max, c.k, c.s, c.p), tol, tol);
-      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::AvgWithPad, c.k, c.s, c.p), tol, tol);
+      EXPECT_TENSOR_NEAR(max_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::Max, c.k, c.s, c.p),
+                         tol, tol);
+      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p),
+                         reference_pool(x, Kind::AvgWithPad, c.k, c.s, c.p), tol, tol);
       EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p, false),
                          reference_pool(x, Kind::AvgNoPad, c.k, c.s, c.p), tol, tol);
     }
@@ -107,7 +107,8 @@ TEST(Pool2d, AdaptiveAndGlobalAverage) {
   Generator gen(9);
   Tensor x = randn({2, 3, 7, 5}, kFloat64, &gen);
   const auto xv = x.to_vector<double>();
-  for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {1, 1}, {7, 5}, {4, 4}, {2, 5}}) {
+  for (auto [oh, ow] :
+       std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {1, 1}, {7, 5}, {4, 4}, {2, 5}}) {
     std::vector<double> ref;
     for (int64_t p = 0; p < 6; ++p)
       for (int64_t i = 0; i < oh; ++i)
@@ -119,7 +120,8 @@ TEST(Pool2d, AdaptiveAndGlobalAverage) {
             for (int64_t xx = x0; xx < x1; ++xx) s += xv[(p * 7 + yy) * 5 + xx];
           ref.push_back(s / ((y1 - y0) * (x1 - x0)));
         }
-    EXPECT_TENSOR_NEAR(adaptive_avg_pool2d(x, oh, ow), from_vector(ref, {2, 3, oh, ow}), 1e-12, 1e-12);
+    EXPECT_TENSOR_NEAR(adaptive_avg_pool2d(x, oh, ow), from_vector(ref, {2, 3, oh, ow}), 1e-12,
+                       1e-12);
   }
   Tensor g = global_avg_pool2d(x);
   EXPECT_EQ(g.shape(), (Shape{2, 3, 1, 1}));
@@ -133,13 +135,18 @@ TEST(Pool2d, GradientsMatchFiniteDifferences) {
   for (const auto& c : pool_cases()) {
     Tensor x = distinct_leaf(c.x, seed++);
     const auto k = c.k, s = c.s, p = c.p;
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); }, {x});
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); }, {x});
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
+                     {x});
+    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); },
+                     {x});
+    EXPECT_GRADCHECK(
+        [=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
   }
   Tensor x = distinct_leaf({2, 2, 7, 5}, 99);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 3, 2); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 4); }, {x});
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 3, 2); },
+                   {x});
+  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 4); },
+                   {x});
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x});
 }
 

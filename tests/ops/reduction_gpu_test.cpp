@@ -20,15 +20,21 @@ TEST(ReductionGpu, ParityForwardAndBackward) {
   const std::vector<Function> ops = {
       [](const std::vector<Tensor>& in) { return sum(in[0]); },
       [](const std::vector<Tensor>& in) { return sum(in[0], {1}); },
-      [](const std::vector<Tensor>& in) { return sum(in[0], {0, 2}, true); },
+      [](const std::vector<Tensor>& in) {
+        return sum(in[0], {0, 2}, true);
+      },
       [](const std::vector<Tensor>& in) { return mean(in[0]); },
       [](const std::vector<Tensor>& in) { return mean(in[0], {-1}); },
       [](const std::vector<Tensor>& in) { return max(in[0]); },
       [](const std::vector<Tensor>& in) { return min(in[0]); },
       [](const std::vector<Tensor>& in) { return max(in[0], 1, true); },
       [](const std::vector<Tensor>& in) { return min(in[0], -1); },
-      [](const std::vector<Tensor>& in) { return sum_to(in[0], {1, in[0].size(2)}); },
-      [](const std::vector<Tensor>& in) { return in[0].narrow(1, 0, 1).expand({-1, 3, -1}); },
+      [](const std::vector<Tensor>& in) {
+        return sum_to(in[0], {1, in[0].size(2)});
+      },
+      [](const std::vector<Tensor>& in) {
+        return in[0].narrow(1, 0, 1).expand({-1, 3, -1});
+      },
   };
   // Short rows (a warp each) and long rows (a block each).
   for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 2, 2500}, Shape{2, 1300, 3}}) {
@@ -78,7 +84,8 @@ TEST(ReductionGpu, IntegersNanAndEmpty) {
   LOOM_REQUIRE_CUDA();
   const Tensor mask = from_vector<uint8_t>({1, 0, 1, 1, 0, 1}, {2, 3}).cuda();
   EXPECT_EQ(sum(mask).item<int64_t>(), 4);
-  EXPECT_EQ(sum(mask, {0}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{2, 0, 2}));  // [[1,0,1],[1,0,1]]
+  EXPECT_EQ(sum(mask, {0}).cpu().to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 0, 2}));  // [[1,0,1],[1,0,1]]
   EXPECT_EQ(sum(mask, {1}).cpu().to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
   const Tensor labels = from_vector<int64_t>({4, 9, 2, 9}).cuda();
   EXPECT_EQ(argmax(labels).item<int64_t>(), 1);

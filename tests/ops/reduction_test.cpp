@@ -11,7 +11,8 @@ using testing::gradcheck;
 using testing::random_leaf;
 
 // Sums of a [A, B, C] tensor's values by loop, over the dims whose flag is set.
-std::vector<double> loop_sum(const std::vector<double>& v, const Shape& s, bool r0, bool r1, bool r2) {
+std::vector<double> loop_sum(const std::vector<double>& v, const Shape& s, bool r0, bool r1,
+                             bool r2) {
   const int64_t n0 = r0 ? 1 : s[0], n1 = r1 ? 1 : s[1], n2 = r2 ? 1 : s[2];
   std::vector<double> out(static_cast<size_t>(n0 * n1 * n2), 0.0);
   for (int64_t i = 0; i < s[0]; ++i)
@@ -40,7 +41,8 @@ TEST(Reduction, SumMatchesLoopsOverEveryDimSet) {
   EXPECT_TENSOR_NEAR(c, from_vector(loop_sum(v, s, true, false, true), {4}), 1e-12, 0);
   // A non-contiguous input reads the same values.
   const Tensor xt = x.transpose(0, 2);  // [5, 4, 3]
-  EXPECT_TENSOR_NEAR(sum(xt, {2}), from_vector(loop_sum(v, s, true, false, false), {4, 5}).t(), 1e-12, 0);
+  EXPECT_TENSOR_NEAR(sum(xt, {2}), from_vector(loop_sum(v, s, true, false, false), {4, 5}).t(),
+                     1e-12, 0);
 }
 
 TEST(Reduction, SumOfMillionsOfFloatsStaysAccurate) {
@@ -160,8 +162,12 @@ TEST(Reduction, Gradients) {
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return min(in[0]); }, {x});
   for (int64_t d : {0, 1, 2}) {
     for (bool keep : {false, true}) {
-      const testing::Function max_d = [d, keep](const std::vector<Tensor>& in) { return max(in[0], d, keep); };
-      const testing::Function min_d = [d, keep](const std::vector<Tensor>& in) { return min(in[0], d, keep); };
+      const testing::Function max_d = [d, keep](const std::vector<Tensor>& in) {
+        return max(in[0], d, keep);
+      };
+      const testing::Function min_d = [d, keep](const std::vector<Tensor>& in) {
+        return min(in[0], d, keep);
+      };
       EXPECT_GRADCHECK(max_d, {x});
       EXPECT_GRADCHECK(min_d, {x});
     }
@@ -181,7 +187,8 @@ TEST(SumTo, ReducesBroadcastDims) {
   EXPECT_TENSOR_NEAR(sum_to(x, {4}), from_vector(loop_sum(v, s, true, true, false), {4}), 1e-12, 0);
   EXPECT_TRUE(sum_to(x, s).is_same(x));
   EXPECT_NEAR(sum_to(x, {}).item<double>(), sum(x).item<double>(), 1e-12);
-  EXPECT_LOOM_ERROR(sum_to(x, {2, 3}), "sum_to: cannot sum a tensor of shape [2, 3, 4] to shape [2, 3]");
+  EXPECT_LOOM_ERROR(sum_to(x, {2, 3}),
+                    "sum_to: cannot sum a tensor of shape [2, 3, 4] to shape [2, 3]");
   EXPECT_LOOM_ERROR(sum_to(x, {1, 2, 3, 4}), "larger rank");
   const Tensor leaf = random_leaf({2, 3, 4}, 23);
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum_to(in[0], {1, 3, 1}); }, {leaf});

@@ -17,13 +17,22 @@ TEST(ShapeOpsGpu, CatStackExpandParity) {
   for (int64_t d : {0, 1, 2}) {
     Shape sa{2, 3, 4}, sb{2, 3, 4};
     sb[d] = 5;
-    expect_cuda_parity([d](const std::vector<Tensor>& in) { return cat({in[0], in[1].transpose(0, 1).transpose(0, 1)}, d); },
-                       {random(sa, 500 + d), random(sb, 510 + d)});
-    expect_cuda_parity([d](const std::vector<Tensor>& in) { return stack({in[0], in[1]}, d); },
-                       {random(sa, 520 + d), random(sa, 530 + d)});
+    expect_cuda_parity(
+        [d](const std::vector<Tensor>& in) {
+          return cat({in[0], in[1].transpose(0, 1).transpose(0, 1)}, d);
+        },
+        {random(sa, 500 + d), random(sb, 510 + d)});
+    expect_cuda_parity(
+        [d](const std::vector<Tensor>& in) {
+          return stack({in[0], in[1]}, d);
+        },
+        {random(sa, 520 + d), random(sa, 530 + d)});
   }
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return in[0].expand({4, 3, 5}) * 1.0; },
-                     {random({3, 1}, 540)});
+  expect_cuda_parity(
+      [](const std::vector<Tensor>& in) {
+        return in[0].expand({4, 3, 5}) * 1.0;
+      },
+      {random({3, 1}, 540)});
   EXPECT_LOOM_ERROR(cat({zeros({2}, kCUDA), zeros({2})}), "cat: input 1 is float32 on cpu");
 }
 

@@ -9,7 +9,8 @@ using testing::random_leaf;
 TEST(Cat, JoinsAlongEachDim) {
   const Tensor a = arange(6, kFloat64).reshape({2, 3});
   const Tensor b = arange(6, 10, 1, kFloat64).reshape({2, 2});
-  EXPECT_EQ(cat({a, b}, 1).to_vector<double>(), (std::vector<double>{0, 1, 2, 6, 7, 3, 4, 5, 8, 9}));
+  EXPECT_EQ(cat({a, b}, 1).to_vector<double>(),
+            (std::vector<double>{0, 1, 2, 6, 7, 3, 4, 5, 8, 9}));
   const Tensor c = arange(10, 13, 1, kFloat64).reshape({1, 3});
   EXPECT_EQ(cat({a, c}).to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 5, 10, 11, 12}));
   EXPECT_EQ(cat({a, c}, -2).shape(), (Shape{3, 3}));
@@ -48,7 +49,8 @@ TEST(Stack, NewDimension) {
   EXPECT_EQ(stack({a, b}, -1).shape(), (Shape{3, 2}));
   const Tensor x = random_leaf({2, 3}, 74), y = random_leaf({2, 3}, 75);
   for (int64_t d : {0, 1, 2}) {
-    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return stack(in, d); }, (std::vector<Tensor>{x, y}));
+    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return stack(in, d); },
+                     (std::vector<Tensor>{x, y}));
   }
   EXPECT_LOOM_ERROR(stack({a, zeros({4})}), "stack: input 1 has shape [4] but input 0 has [3]");
   EXPECT_LOOM_ERROR(stack({a, b}, 3), "out of range");
@@ -68,13 +70,16 @@ TEST(OneHot, ValuesAndDtypes) {
             (std::vector<int64_t>{1, 0, 0, 1}));
   EXPECT_EQ(one_hot(zeros({0}, kInt64), 5).shape(), (Shape{0, 5}));
   // Strided indices are read in their logical order.
-  EXPECT_EQ(one_hot(idx.t(), 3).to_vector<float>(), (std::vector<float>{0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(one_hot(idx.t(), 3).to_vector<float>(),
+            (std::vector<float>{0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 1}));
 }
 
 TEST(OneHot, Errors) {
-  EXPECT_LOOM_ERROR(one_hot(from_vector<int64_t>({0, 3, 1}), 3), "one_hot: index 3 (at position 1) is out of range for num_classes 3");
+  EXPECT_LOOM_ERROR(one_hot(from_vector<int64_t>({0, 3, 1}), 3),
+                    "one_hot: index 3 (at position 1) is out of range for num_classes 3");
   EXPECT_LOOM_ERROR(one_hot(from_vector<int32_t>({-1}), 3), "one_hot: index -1");
-  EXPECT_LOOM_ERROR(one_hot(from_vector<float>({1}), 3), "one_hot: indices must be int64 or int32, got float32");
+  EXPECT_LOOM_ERROR(one_hot(from_vector<float>({1}), 3),
+                    "one_hot: indices must be int64 or int32, got float32");
   EXPECT_LOOM_ERROR(one_hot(from_vector<int64_t>({0}), 0), "num_classes must be positive");
 }
 

@@ -16,15 +16,18 @@ TEST(SoftmaxGpu, ParityForwardAndBackward) {
         SCOPED_TRACE(shape_str(shape) + " dim " + std::to_string(d) + (log ? " log" : ""));
         Generator gen(seed++);
         const Tensor x = randn(shape, kFloat32, &gen) * 3.0;
-        expect_cuda_parity([d, log](const std::vector<Tensor>& in) {
-          return log ? log_softmax(in[0], d) : softmax(in[0], d);
-        }, {x}, 1e-5, 1e-4);
+        expect_cuda_parity(
+            [d, log](const std::vector<Tensor>& in) {
+              return log ? log_softmax(in[0], d) : softmax(in[0], d);
+            },
+            {x}, 1e-5, 1e-4);
       }
     }
   }
   Generator gen(250);
   const Tensor x64 = randn({5, 7}, kFloat64, &gen);
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {x64}, 1e-12, 1e-10);
+  expect_cuda_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {x64}, 1e-12,
+                     1e-10);
 }
 
 TEST(SoftmaxGpu, StableForHugeInputs) {

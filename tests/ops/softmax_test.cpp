@@ -31,8 +31,10 @@ TEST(Softmax, MatchesLoopAlongEveryDim) {
   const Tensor x = randn(s, kFloat64, &gen);
   const auto v = x.to_vector<double>();
   for (int dim = 0; dim < 3; ++dim) {
-    EXPECT_TENSOR_NEAR(softmax(x, dim), from_vector(loop_softmax(v, s, dim, false), s), 1e-12, 1e-10);
-    EXPECT_TENSOR_NEAR(log_softmax(x, dim), from_vector(loop_softmax(v, s, dim, true), s), 1e-12, 1e-10);
+    EXPECT_TENSOR_NEAR(softmax(x, dim), from_vector(loop_softmax(v, s, dim, false), s), 1e-12,
+                       1e-10);
+    EXPECT_TENSOR_NEAR(log_softmax(x, dim), from_vector(loop_softmax(v, s, dim, true), s), 1e-12,
+                       1e-10);
   }
   EXPECT_TENSOR_NEAR(softmax(x, -1), softmax(x, 2), 0, 0);
   EXPECT_TRUE(softmax(x, 0).is_contiguous());
@@ -73,7 +75,8 @@ TEST(Softmax, Gradients) {
 TEST(Softmax, Errors) {
   EXPECT_LOOM_ERROR(softmax(zeros({2, 3}), 2), "out of range");
   EXPECT_LOOM_ERROR(log_softmax(zeros({2, 3}), -3), "out of range");
-  EXPECT_LOOM_ERROR(softmax(zeros({2}, kInt64), 0), "softmax: needs a floating-point tensor, got int64");
+  EXPECT_LOOM_ERROR(softmax(zeros({2}, kInt64), 0),
+                    "softmax: needs a floating-point tensor, got int64");
   EXPECT_LOOM_ERROR(log_softmax(Tensor(), 0), "log_softmax: the input tensor is undefined");
 }
 

@@ -17,9 +17,12 @@ TEST(WarmUpGpu, OnAThreadThenTheFirstConvAndMatmulAgreeWithTheCpu) {
   warm.join();
   const Tensor x = random_leaf({4, 3, 12, 12}, 1).detach().to(kFloat32);
   const Tensor w = random_leaf({8, 3, 3, 3}, 2).detach().to(kFloat32);
-  const Tensor a = random_leaf({5, 7}, 3).detach().to(kFloat32), b = random_leaf({7, 6}, 4).detach().to(kFloat32);
-  EXPECT_TENSOR_NEAR(conv2d(x.to(cuda_device(0)), w.to(cuda_device(0))).cpu(), conv2d(x, w), 1e-4, 1e-4);
-  EXPECT_TENSOR_NEAR(matmul(a.to(cuda_device(0)), b.to(cuda_device(0))).cpu(), matmul(a, b), 1e-4, 1e-4);
+  const Tensor a = random_leaf({5, 7}, 3).detach().to(kFloat32),
+               b = random_leaf({7, 6}, 4).detach().to(kFloat32);
+  EXPECT_TENSOR_NEAR(conv2d(x.to(cuda_device(0)), w.to(cuda_device(0))).cpu(), conv2d(x, w), 1e-4,
+                     1e-4);
+  EXPECT_TENSOR_NEAR(matmul(a.to(cuda_device(0)), b.to(cuda_device(0))).cpu(), matmul(a, b), 1e-4,
+                     1e-4);
 }
 
 TEST(WarmUpGpu, ThreadsMayWarmUpAtOnceAndAgain) {

@@ -10,7 +10,8 @@ using namespace testing;
 TEST(WarmUp, TheCpuHasNothingToWarmUp) { EXPECT_NO_THROW(warm_up(Device("cpu"))); }
 
 TEST(WarmUp, ACudaDeviceThatIsNotThereIsALoomError) {
-  if (built_with_cuda() && cuda_is_available()) GTEST_SKIP() << "this machine has a CUDA device (the gpu test covers it)";
+  if (built_with_cuda() && cuda_is_available())
+    GTEST_SKIP() << "this machine has a CUDA device (the gpu test covers it)";
   EXPECT_LOOM_ERROR(warm_up(cuda_device(0)), "warm_up(cuda:0): ");
 }
 

@@ -66,7 +66,8 @@ TEST(ClipGradNorm, ScalesAnExpandedGradientOnce) {
 
 TEST(ClipGradNorm, RejectsBadArguments) {
   Tensor a = leaf_with_grad({1.0}, {1.0});
-  EXPECT_LOOM_ERROR(optim::clip_grad_norm_({a}, -1.0), "clip_grad_norm_: max_norm must be non-negative, got -1");
+  EXPECT_LOOM_ERROR(optim::clip_grad_norm_({a}, -1.0),
+                    "clip_grad_norm_: max_norm must be non-negative, got -1");
   EXPECT_LOOM_ERROR(optim::clip_grad_norm_({a}, NAN), "max_norm must be non-negative");
   EXPECT_LOOM_ERROR(optim::clip_grad_norm_({a, Tensor()}, 1.0), "got an undefined parameter");
 }

@@ -17,7 +17,8 @@ Tensor leaf(double value) {
 }
 
 // lr of group `group` after construction, then after each of `steps` scheduler steps.
-std::vector<double> lr_sequence(optim::Optimizer& opt, optim::LRScheduler& sched, int steps, size_t group = 0) {
+std::vector<double> lr_sequence(optim::Optimizer& opt, optim::LRScheduler& sched, int steps,
+                                size_t group = 0) {
   std::vector<double> lrs = {opt.lr(group)};
   for (int s = 0; s < steps; ++s) {
     sched.step();
@@ -77,7 +78,8 @@ TEST(LRScheduler, ScalesEachGroupFromItsOwnBaseAndResumes) {
 TEST(LRScheduler, LinearScalingRule) {
   EXPECT_NEAR(optim::linear_scaling_rule(0.1, 256, 8192), 3.2, 1e-12);
   EXPECT_NEAR(optim::linear_scaling_rule(0.001, 32, 16), 0.0005, 1e-15);
-  EXPECT_LOOM_ERROR(optim::linear_scaling_rule(0.1, 0, 256), "batch sizes must be positive, got 0 and 256");
+  EXPECT_LOOM_ERROR(optim::linear_scaling_rule(0.1, 0, 256),
+                    "batch sizes must be positive, got 0 and 256");
   EXPECT_LOOM_ERROR(optim::linear_scaling_rule(0.1, 32, -1), "got 32 and -1");
 }
 
@@ -85,7 +87,8 @@ TEST(LRScheduler, RejectsBadArguments) {
   optim::SGD opt({leaf(1.0)}, GroupOptions().with_lr(0.1));
   EXPECT_LOOM_ERROR(optim::StepLR(opt, 0), "StepLR: step_size must be positive, got 0");
   EXPECT_LOOM_ERROR(optim::StepLR(opt, 2, -0.5), "StepLR: gamma must be positive, got -0.5");
-  EXPECT_LOOM_ERROR(optim::CosineAnnealingLR(opt, 0), "CosineAnnealingLR: t_max must be positive, got 0");
+  EXPECT_LOOM_ERROR(optim::CosineAnnealingLR(opt, 0),
+                    "CosineAnnealingLR: t_max must be positive, got 0");
   EXPECT_LOOM_ERROR(optim::CosineAnnealingLR(opt, 5, -1.0), "eta_min must be non-negative, got -1");
   EXPECT_LOOM_ERROR(optim::LinearWarmup(opt, -1, 0.5), "warmup_steps must be non-negative, got -1");
   EXPECT_LOOM_ERROR(optim::LinearWarmup(opt, 5, 0.0), "start_factor must lie in (0, 1], got 0");

@@ -25,10 +25,17 @@ const std::vector<std::pair<std::string, Factory>>& variants() {
   static const std::vector<std::pair<std::string, Factory>> all = {
       {"SGD", factory<optim::SGD>(GroupOptions().with_lr(0.1))},
       {"SGD wd", factory<optim::SGD>(GroupOptions().with_lr(0.1).with_weight_decay(0.05))},
-      {"SGD momentum dampening", factory<optim::SGD>(GroupOptions().with_lr(0.1).with_momentum(0.8).with_dampening(0.2))},
-      {"SGD nesterov wd", factory<optim::SGD>(GroupOptions().with_lr(0.05).with_momentum(0.9).with_nesterov().with_weight_decay(0.01))},
+      {"SGD momentum dampening",
+       factory<optim::SGD>(GroupOptions().with_lr(0.1).with_momentum(0.8).with_dampening(0.2))},
+      {"SGD nesterov wd",
+       factory<optim::SGD>(
+           GroupOptions().with_lr(0.05).with_momentum(0.9).with_nesterov().with_weight_decay(
+               0.01))},
       {"Adam", factory<optim::Adam>(GroupOptions().with_lr(1e-2))},
-      {"Adam wd Keras", factory<optim::Adam>(GroupOptions().with_lr(1e-2).with_weight_decay(0.1).with_eps(1e-3).with_eps_placement(EpsilonPlacement::Keras))},
+      {"Adam wd Keras",
+       factory<optim::Adam>(
+           GroupOptions().with_lr(1e-2).with_weight_decay(0.1).with_eps(1e-3).with_eps_placement(
+               EpsilonPlacement::Keras))},
       {"AdamW", factory<optim::AdamW>(GroupOptions().with_lr(1e-2).with_weight_decay(0.1))}};
   return all;
 }
@@ -40,7 +47,8 @@ const std::vector<Shape> kShapes = {{1}, {3}, {1000003}, {17, 33}, {2, 3, 5}, {7
 std::vector<Tensor> run(const Factory& make, Device device, DType dtype, uint64_t seed, int steps) {
   Generator gen(seed);
   std::vector<Tensor> params;
-  for (const Shape& shape : kShapes) params.push_back(randn(shape, dtype, &gen).to(device).requires_grad_());
+  for (const Shape& shape : kShapes)
+    params.push_back(randn(shape, dtype, &gen).to(device).requires_grad_());
   auto opt = make(params);
   for (int s = 0; s < steps; ++s) {
     for (Tensor& p : params) p.set_grad(randn(p.shape(), dtype, &gen).to(device));
@@ -141,7 +149,8 @@ TEST(FusedOptimizers, ClipGradNormMatchesTheCpu) {
     const double gpu_norm = optim::clip_grad_norm_(gpu, 5.0);
     EXPECT_NEAR(gpu_norm, cpu_norm, 1e-9 * cpu_norm);
     EXPECT_GT(cpu_norm, 5.0);
-    for (size_t i = 0; i < cpu.size(); ++i) EXPECT_TENSOR_NEAR(gpu[i].grad().cpu(), cpu[i].grad(), 1e-7, 1e-5);
+    for (size_t i = 0; i < cpu.size(); ++i)
+      EXPECT_TENSOR_NEAR(gpu[i].grad().cpu(), cpu[i].grad(), 1e-7, 1e-5);
   }
 }
 

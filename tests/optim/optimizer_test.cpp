@@ -118,7 +118,8 @@ TEST(SGD, ThreeStepsOfEveryVariantMatchTheFormula) {
       GroupOptions().with_lr(0.07).with_momentum(0.5).with_nesterov().with_weight_decay(0.2)};
   for (size_t k = 0; k < variants.size(); ++k) {
     SCOPED_TRACE("variant " + std::to_string(k));
-    for (int steps = 1; steps <= 3; ++steps) expect_values(run_steps<SGD>(variants[k], steps), reference_sgd(variants[k], steps));
+    for (int steps = 1; steps <= 3; ++steps)
+      expect_values(run_steps<SGD>(variants[k], steps), reference_sgd(variants[k], steps));
   }
   // Nesterov and plain momentum really differ after the first step.
   const GroupOptions heavy = GroupOptions().with_lr(0.1).with_momentum(0.9);
@@ -165,7 +166,8 @@ TEST(Adam, ThreeStepsOfEveryVariantMatchTheFormula) {
   const std::vector<GroupOptions> variants = {
       GroupOptions().with_lr(0.01),
       GroupOptions().with_lr(0.02).with_betas(0.8, 0.95).with_eps(1e-3),
-      GroupOptions().with_lr(0.02).with_betas(0.8, 0.95).with_eps(0.05).with_eps_placement(EpsilonPlacement::Keras),
+      GroupOptions().with_lr(0.02).with_betas(0.8, 0.95).with_eps(0.05).with_eps_placement(
+          EpsilonPlacement::Keras),
       GroupOptions().with_lr(0.03).with_weight_decay(0.1).with_eps(1e-2)};
   for (size_t k = 0; k < variants.size(); ++k) {
     SCOPED_TRACE("variant " + std::to_string(k));
@@ -178,13 +180,15 @@ TEST(Adam, ThreeStepsOfEveryVariantMatchTheFormula) {
 
 TEST(Adam, KerasEpsilonPlacementDiffersFromPyTorchs) {
   const GroupOptions torch_style = GroupOptions().with_lr(0.1).with_eps(0.1);
-  const GroupOptions keras_style = GroupOptions(torch_style).with_eps_placement(EpsilonPlacement::Keras);
+  const GroupOptions keras_style =
+      GroupOptions(torch_style).with_eps_placement(EpsilonPlacement::Keras);
   const std::vector<double> a = run_steps<Adam>(torch_style, 2).to_vector<double>();
   const std::vector<double> b = run_steps<Adam>(keras_style, 2).to_vector<double>();
   // Step 1 by hand with g = 0.3: PyTorch 0.5 - 0.1 * 0.3 / (0.3 + 0.1) = 0.425; Keras divides by
   // sqrt(v) + eps = sqrt(0.001 * 0.09) + 0.1 with lr_t = 0.1 * sqrt(0.001) / 0.1.
   Tensor p1 = run_steps<Adam>(keras_style, 1);
-  const double keras_step1 = 0.5 - 0.1 * std::sqrt(0.001) / 0.1 * (0.1 * 0.3) / (std::sqrt(0.001 * 0.09) + 0.1);
+  const double keras_step1 =
+      0.5 - 0.1 * std::sqrt(0.001) / 0.1 * (0.1 * 0.3) / (std::sqrt(0.001 * 0.09) + 0.1);
   EXPECT_NEAR(run_steps<Adam>(torch_style, 1).to_vector<double>()[0], 0.425, 1e-14);
   EXPECT_NEAR(p1.to_vector<double>()[0], keras_step1, 1e-14);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_GT(std::abs(a[i] - b[i]), 1e-3) << i;
@@ -195,11 +199,14 @@ TEST(Adam, AdamWDecouplesWeightDecay) {
   const std::vector<double> adam = run_steps<Adam>(o, 3).to_vector<double>();
   const std::vector<double> adamw = run_steps<AdamW>(o, 3).to_vector<double>();
   for (size_t i = 0; i < adam.size(); ++i) EXPECT_GT(std::abs(adam[i] - adamw[i]), 1e-4) << i;
-  // AdamW's step 1 by hand: shrink, then the sign step: 2.0 * (1 - 0.025) - 0.05 * 1.1 / (1.1 + 1e-8).
-  EXPECT_NEAR(run_steps<AdamW>(o, 1).to_vector<double>()[2], 2.0 * 0.975 - 0.05 * 1.1 / (1.1 + 1e-8), 1e-14);
+  // AdamW's step 1 by hand: shrink, then the sign step: 2.0 * (1 - 0.025) - 0.05 * 1.1 / (1.1 +
+  // 1e-8).
+  EXPECT_NEAR(run_steps<AdamW>(o, 1).to_vector<double>()[2],
+              2.0 * 0.975 - 0.05 * 1.1 / (1.1 + 1e-8), 1e-14);
   // Without decay the two are the same optimizer.
   const GroupOptions plain = GroupOptions().with_lr(0.05);
-  EXPECT_EQ(run_steps<Adam>(plain, 3).to_vector<double>(), run_steps<AdamW>(plain, 3).to_vector<double>());
+  EXPECT_EQ(run_steps<Adam>(plain, 3).to_vector<double>(),
+            run_steps<AdamW>(plain, 3).to_vector<double>());
   EXPECT_EQ(AdamW::default_options().weight_decay, 1e-2);
   Tensor p = leaf(kStart);
   EXPECT_EQ(AdamW({p}).options().weight_decay, 1e-2);
@@ -208,8 +215,9 @@ TEST(Adam, AdamWDecouplesWeightDecay) {
 
 TEST(Optimizer, GroupsHaveTheirOwnOptions) {
   Tensor a = leaf({1.0, 2.0}), b = leaf({3.0});
-  SGD opt({optim::ParamGroup{{a}, std::nullopt}, optim::ParamGroup{{b}, GroupOptions().with_lr(1.0)}},
-          GroupOptions().with_lr(0.1));
+  SGD opt(
+      {optim::ParamGroup{{a}, std::nullopt}, optim::ParamGroup{{b}, GroupOptions().with_lr(1.0)}},
+      GroupOptions().with_lr(0.1));
   EXPECT_EQ(opt.param_groups().size(), 2u);
   EXPECT_EQ(opt.lr(0), 0.1);
   EXPECT_EQ(opt.lr(1), 1.0);
@@ -285,14 +293,16 @@ TEST(Optimizer, RejectsBadOptions) {
   EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_momentum(-1)), "invalid momentum -1");
   EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_dampening(1.5)), "invalid dampening 1.5");
   EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_weight_decay(-2)), "SGD: invalid weight_decay -2");
-  EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_nesterov()), "Nesterov momentum needs momentum > 0");
+  EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_nesterov()),
+                    "Nesterov momentum needs momentum > 0");
   EXPECT_LOOM_ERROR(SGD({a}, GroupOptions().with_momentum(0.9).with_dampening(0.1).with_nesterov()),
                     "dampening 0.1");
   EXPECT_LOOM_ERROR(Adam({a}, GroupOptions().with_lr(-1)), "Adam: invalid learning rate -1");
   EXPECT_LOOM_ERROR(Adam({a}, GroupOptions().with_eps(-1e-8)), "Adam: invalid eps");
   EXPECT_LOOM_ERROR(Adam({a}, GroupOptions().with_betas(1.0, 0.999)), "Adam: invalid beta1 1");
   EXPECT_LOOM_ERROR(AdamW({a}, GroupOptions().with_betas(0.9, -0.1)), "AdamW: invalid beta2 -0.1");
-  EXPECT_LOOM_ERROR(AdamW({a}, GroupOptions().with_weight_decay(-1)), "AdamW: invalid weight_decay -1");
+  EXPECT_LOOM_ERROR(AdamW({a}, GroupOptions().with_weight_decay(-1)),
+                    "AdamW: invalid weight_decay -1");
   SGD opt({a}, GroupOptions().with_lr(0.1));
   EXPECT_LOOM_ERROR(opt.set_lr(-3.0), "invalid learning rate -3");
   EXPECT_EQ(opt.lr(), 0.1);

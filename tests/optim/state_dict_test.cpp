@@ -36,11 +36,15 @@ void step_with_grads(optim::Optimizer& opt, std::vector<Tensor>& params, int ste
 
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> all = {
-      {"SGD", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
-         return std::make_unique<optim::SGD>(std::move(p), GroupOptions().with_lr(0.1).with_momentum(0.9).with_nesterov());
+      {"SGD",
+       [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
+         return std::make_unique<optim::SGD>(
+             std::move(p), GroupOptions().with_lr(0.1).with_momentum(0.9).with_nesterov());
        }},
-      {"Adam", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
-         return std::make_unique<optim::Adam>(std::move(p), GroupOptions().with_lr(0.01).with_weight_decay(0.1));
+      {"Adam",
+       [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
+         return std::make_unique<optim::Adam>(std::move(p),
+                                              GroupOptions().with_lr(0.01).with_weight_decay(0.1));
        }},
       {"AdamW", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
          return std::make_unique<optim::AdamW>(std::move(p), GroupOptions().with_lr(0.01));
@@ -66,7 +70,8 @@ TEST(OptimizerState, ResumingEqualsAnUninterruptedRun) {
     EXPECT_EQ(after->step_count(1), 2);
     for (int s = 2; s < 5; ++s) step_with_grads(*after, resumed, s);
     for (size_t i = 0; i < straight.size(); ++i) {
-      EXPECT_EQ(resumed[i].to_vector<double>(), straight[i].to_vector<double>()) << "parameter " << i;
+      EXPECT_EQ(resumed[i].to_vector<double>(), straight[i].to_vector<double>())
+          << "parameter " << i;
     }
   }
 }

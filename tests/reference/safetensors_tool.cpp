@@ -1,9 +1,9 @@
 // A tiny driver for the Python interop check: `write PATH` saves known tensors with loom;
 // `dump PATH` prints every tensor of a file as JSON lines (name, dtype, shape, values).
+#include <loom/loom.h>
+
 #include <cstdio>
 #include <string>
-
-#include <loom/loom.h>
 
 #include "loom/io/safetensors.h"
 
@@ -24,14 +24,17 @@ int main(int argc, char** argv) try {
   if (mode != "dump") throw loom::Error("unknown mode " + mode);
   const loom::io::TensorFile file = loom::io::load_safetensors(path);
   for (const auto& [name, t] : file.tensors) {
-    std::printf("{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name.c_str(), loom::dtype_name(t.dtype()));
-    for (int64_t d = 0; d < t.dim(); ++d) std::printf("%s%lld", d ? ", " : "", static_cast<long long>(t.size(d)));
+    std::printf("{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name.c_str(),
+                loom::dtype_name(t.dtype()));
+    for (int64_t d = 0; d < t.dim(); ++d)
+      std::printf("%s%lld", d ? ", " : "", static_cast<long long>(t.size(d)));
     std::printf("], \"values\": [");
     const auto values = t.to_vector<double>();
     for (size_t i = 0; i < values.size(); ++i) std::printf("%s%.17g", i ? ", " : "", values[i]);
     std::printf("]}\n");
   }
-  for (const auto& [key, value] : file.metadata) std::printf("{\"metadata\": \"%s\"}\n", key.c_str());
+  for (const auto& [key, value] : file.metadata)
+    std::printf("{\"metadata\": \"%s\"}\n", key.c_str());
   return 0;
 } catch (const loom::Error& e) {
   std::fprintf(stderr, "safetensors_tool: %s\n", e.what());

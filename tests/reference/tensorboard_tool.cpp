@@ -3,11 +3,11 @@
 // (batch_loss every 2 steps) and writes what the event file must hold: WORK/expected.json
 // ({"history": History::to_json(), "batch_loss": {"<step>": loss, ...}}) and WORK/summary.txt
 // (the model summary as Sequential::summary prints it).
+#include <loom/loom.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include <loom/loom.h>
 
 #include "synthetic.h"
 
@@ -50,8 +50,8 @@ int main(int argc, char** argv) try {
   fit.epochs = 3;
   fit.out = nullptr;
   fit.callbacks = {std::make_shared<train::TensorBoardLogger>(tb), losses};
-  const train::History history =
-      train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
+  const train::History history = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                            train_loader, &val_loader, fit);
 
   std::ofstream expected(work / "expected.json");
   expected << "{\"history\": " << history.to_json() << ", \"batch_loss\": {";

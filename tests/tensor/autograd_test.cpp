@@ -15,7 +15,11 @@ TEST(Autograd, ViewsHaveExactGradients) {
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].reshape({2, 6}); }, {x});
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].t().reshape({12}); }, {x});
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].select(0, -1); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].unsqueeze(1).permute({2, 1, 0}); }, {x});
+  EXPECT_GRADCHECK(
+      [](const std::vector<Tensor>& in) {
+        return in[0].unsqueeze(1).permute({2, 1, 0});
+      },
+      {x});
   EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].clone(); }, {x});
 }
 

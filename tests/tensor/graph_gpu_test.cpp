@@ -44,7 +44,9 @@ TEST(CudaGraph, RefusedCallsAreErrorsAndTheCaptureIsAbandoned) {
       if (what == 2) cuda::synchronize(0);
       ADD_FAILURE() << "call " << what << " was captured";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("cannot be captured into a CUDA graph"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cannot be captured into a CUDA graph"),
+                std::string::npos)
+          << e.what();
       graph.capture_abort();
     }
     EXPECT_FALSE(cuda::capturing(0));
@@ -80,7 +82,8 @@ TEST(CudaGraph, OptimizerStepsReadTheirConstantsAtEachReplay) {
   const Tensor start = uniform({300}, -1.0, 1.0, kFloat32, &gen);
   const Tensor grad = uniform({300}, -1.0, 1.0, kFloat32, &gen);
   Tensor eager_p = start.cuda().requires_grad_(), graph_p = start.cuda().requires_grad_();
-  optim::Adam eager({eager_p}, optim::GroupOptions().with_lr(0.1)), graphed({graph_p}, optim::GroupOptions().with_lr(0.1));
+  optim::Adam eager({eager_p}, optim::GroupOptions().with_lr(0.1)),
+      graphed({graph_p}, optim::GroupOptions().with_lr(0.1));
   eager_p.set_grad(grad.cuda());
   graph_p.set_grad(grad.cuda());
   eager.step();

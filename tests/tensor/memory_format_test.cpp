@@ -51,7 +51,8 @@ TEST(MemoryFormat, ContiguousChannelsLastKeepsValuesAndSendsGradientsBackInTheIn
   EXPECT_EQ(y.contiguous().to_vector<double>(), x.to_vector<double>());
   // NHWC memory really is channel-fastest: element (0, c, 0, 0) sits at c.
   const double* raw = y.data_ptr<double>();
-  for (int64_t c = 0; c < 3; ++c) EXPECT_EQ(raw[c], x.select(0, 0).select(1, 0).select(1, 0).select(0, c).item<double>());
+  for (int64_t c = 0; c < 3; ++c)
+    EXPECT_EQ(raw[c], x.select(0, 0).select(1, 0).select(1, 0).select(0, c).item<double>());
   const Tensor w = random_leaf({2, 3, 4, 5}, 12).detach().contiguous(kCL);
   sum(y * w).backward();
   ASSERT_TRUE(x.grad().defined());

@@ -1,10 +1,11 @@
 // StridedCursor and coalesce against StridedIndexer's division-based indexing, and the CPU
 // copy / fill / accumulate loops built on them on transposed, permuted, offset and broadcast
 // tensors large enough to be split over threads mid-row.
+#include "loom/tensor/strided_cursor.h"
+
 #include <random>
 
 #include "loom/tensor/primitives.h"
-#include "loom/tensor/strided_cursor.h"
 #include "testing.h"
 
 namespace loom {
@@ -78,7 +79,8 @@ TEST(CpuCopy, TransposedAndPermutedToContiguous) {
   const Tensor a = ramp({301, 257});
   const std::vector<float> t = a.t().contiguous().to_vector<float>();
   for (int64_t j = 0; j < 257; ++j) {
-    for (int64_t i = 0; i < 301; ++i) ASSERT_EQ(t[j * 301 + i], static_cast<float>(i * 257 + j) + 0.5f);
+    for (int64_t i = 0; i < 301; ++i)
+      ASSERT_EQ(t[j * 301 + i], static_cast<float>(i * 257 + j) + 0.5f);
   }
   const Tensor b = ramp({6, 40, 9, 50}).narrow(1, 3, 30);
   const std::vector<float> p = b.permute({3, 1, 0, 2}).contiguous().to_vector<float>();

@@ -16,14 +16,17 @@ TEST(CudaTensor, RoundTripsAndStridedCopies) {
   EXPECT_TRUE(dev.is_cuda());
   EXPECT_EQ(dev.to_vector<double>(), host.to_vector<double>());
   // Non-contiguous sources and destinations, dtype conversion on the way.
-  EXPECT_EQ(dev.t().contiguous().cpu().to_vector<double>(), host.t().contiguous().to_vector<double>());
-  EXPECT_EQ(dev.t().to(kCPU, kFloat32).to_vector<float>(), host.t().to(kFloat32).to_vector<float>());
+  EXPECT_EQ(dev.t().contiguous().cpu().to_vector<double>(),
+            host.t().contiguous().to_vector<double>());
+  EXPECT_EQ(dev.t().to(kCPU, kFloat32).to_vector<float>(),
+            host.t().to(kFloat32).to_vector<float>());
   Tensor dst = zeros({7, 5}, kCUDA);
   dst.t().copy_(host);  // CPU float64 into a transposed CUDA float32 view
   EXPECT_EQ(dst.t().cpu().to_vector<float>(), host.to(kFloat32).to_vector<float>());
   Tensor narrow = dev.narrow(1, 2, 3);
   narrow.fill_(-4.0);
-  EXPECT_EQ(dev.cpu().narrow(1, 2, 3).contiguous().to_vector<double>(), std::vector<double>(15, -4.0));
+  EXPECT_EQ(dev.cpu().narrow(1, 2, 3).contiguous().to_vector<double>(),
+            std::vector<double>(15, -4.0));
   EXPECT_EQ(dev.cpu().narrow(1, 0, 2).contiguous().to_vector<double>(),
             host.narrow(1, 0, 2).contiguous().to_vector<double>());
   Tensor bytes = from_vector<uint8_t>({0, 7, 255}).cuda();
@@ -63,15 +66,18 @@ TEST(CudaTensor, ContiguousAccumulateAndFillMatchALoop) {
   LOOM_REQUIRE_CUDA();
   Generator gen(8);
   for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
-    for (int64_t n : {int64_t(1), int64_t(4), int64_t(7), int64_t(8), int64_t(4099), int64_t(70001)}) {
+    for (int64_t n :
+         {int64_t(1), int64_t(4), int64_t(7), int64_t(8), int64_t(4099), int64_t(70001)}) {
       for (int64_t offset : {int64_t(0), int64_t(1)}) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n) + " offset " + std::to_string(offset));
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n) + " offset " +
+                     std::to_string(offset));
         const Tensor a = randn({n + offset}, dtype, &gen), b = randn({n + offset}, dtype, &gen);
         Tensor expected = a.clone().narrow(0, offset, n);
         detail::accumulate(expected, b.narrow(0, offset, n));
         Tensor da = a.cuda().narrow(0, offset, n);
         detail::accumulate(da, b.cuda().narrow(0, offset, n));
-        const std::vector<double> got = da.cpu().to_vector<double>(), want = expected.to_vector<double>();
+        const std::vector<double> got = da.cpu().to_vector<double>(),
+                                  want = expected.to_vector<double>();
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
         da.fill_(-2.5);
         for (double v : da.cpu().to_vector<double>()) ASSERT_EQ(v, -2.5);
@@ -120,7 +126,8 @@ TEST(CudaAllocator, StatisticsFollowLiveTensors) {
 
 TEST(CudaAllocator, OutOfMemoryNamesSizeDeviceAndStatistics) {
   LOOM_REQUIRE_CUDA();
-  EXPECT_LOOM_ERROR(empty({int64_t{1} << 48}, kCUDA), "CUDA out of memory: could not allocate 1125899906842624 bytes");
+  EXPECT_LOOM_ERROR(empty({int64_t{1} << 48}, kCUDA),
+                    "CUDA out of memory: could not allocate 1125899906842624 bytes");
   EXPECT_LOOM_ERROR(empty({int64_t{1} << 48}, kCUDA), "on cuda:0");
   EXPECT_LOOM_ERROR(empty({int64_t{1} << 48}, kCUDA), "cudaMalloc");
   // The device still works afterwards.

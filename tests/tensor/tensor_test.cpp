@@ -33,7 +33,8 @@ TEST(Factories, FromVectorConvertsAndFromBlobAliases) {
   EXPECT_EQ(blob.to_vector<float>()[3], 40.0f);
   bool deleted = false;
   {
-    Tensor with_deleter = from_blob(owned.data(), {4}, kFloat32, kCPU, [&](void*) { deleted = true; });
+    Tensor with_deleter =
+        from_blob(owned.data(), {4}, kFloat32, kCPU, [&](void*) { deleted = true; });
     Tensor view = with_deleter.narrow(0, 1, 2);
     with_deleter = Tensor();
     EXPECT_FALSE(deleted);  // the view still holds the storage
@@ -59,8 +60,10 @@ TEST(Factories, SizesThatDoNotFitAreErrorsNotWrappedAllocations) {
   // 2^31 x 2^31 float32 is 2^64 bytes: the product used to wrap to 0, and a 64-byte block
   // was then written as if it held the whole tensor (a model file's Linear(2^31, 2^31)).
   const int64_t big = int64_t(1) << 31;
-  EXPECT_LOOM_ERROR(empty({big, big}), "empty: a tensor of shape [2147483648, 2147483648] and dtype float32");
-  EXPECT_LOOM_ERROR(zeros({big, big}, kFloat64), "more than the 1152921504606846976 any tensor may have");
+  EXPECT_LOOM_ERROR(empty({big, big}),
+                    "empty: a tensor of shape [2147483648, 2147483648] and dtype float32");
+  EXPECT_LOOM_ERROR(zeros({big, big}, kFloat64),
+                    "more than the 1152921504606846976 any tensor may have");
   EXPECT_LOOM_ERROR(randn({big, big}), "would need");
   float x = 1.0f;
   EXPECT_LOOM_ERROR(from_blob(&x, {big, big}, kFloat32), "from_blob: a tensor of shape");

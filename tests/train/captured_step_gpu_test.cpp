@@ -2,9 +2,9 @@
 // optimizer state and batch-norm statistics (with a learning-rate change and a second shape in
 // between), steps that cannot be captured are errors that leave the model as it was, and the
 // graph's memory is its own; over several ranks, every rank captures and replays alike.
-#include <optional>
-
 #include <loom/loom.h>
+
+#include <optional>
 
 #include "synthetic.h"
 #include "testing.h"
@@ -18,7 +18,8 @@ using train::CapturedStep;
 std::shared_ptr<nn::Sequential> small_model(uint64_t seed) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Sequential>();
-  model->add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions().padding(1), true,
+                                          nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::BatchNorm2d>(8));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::MaxPool2d>(2));
@@ -107,7 +108,8 @@ TEST(CapturedStep, ReplaysGiveTheEagerStepsBitForBit) {
     eager_loss.backward();
     eager_opt.step();
   }
-  for (size_t i = 0; i < pe.size(); ++i) EXPECT_TENSOR_NEAR(pg[i].grad().cpu(), pe[i].grad().cpu(), 0.0, 0.0);
+  for (size_t i = 0; i < pe.size(); ++i)
+    EXPECT_TENSOR_NEAR(pg[i].grad().cpu(), pe[i].grad().cpu(), 0.0, 0.0);
 }
 
 TEST(CapturedStep, SgdWithMomentumReplaysToo) {
@@ -116,7 +118,8 @@ TEST(CapturedStep, SgdWithMomentumReplaysToo) {
   const train::LossFn loss = train::binary_cross_entropy_loss();
   auto eager_model = small_model(8), graph_model = small_model(8);
   const auto options = optim::GroupOptions().with_lr(0.05).with_momentum(0.9).with_nesterov();
-  optim::SGD eager_opt(eager_model->parameters(), options), graph_opt(graph_model->parameters(), options);
+  optim::SGD eager_opt(eager_model->parameters(), options),
+      graph_opt(graph_model->parameters(), options);
   CapturedStep step(*graph_model, loss, graph_opt);
   for (const Batch& b : batches({12, 12, 12, 12, 12}, 41)) {
     const Tensor eager_loss = loss(eager_model->forward(b.images), b.labels);
@@ -143,7 +146,8 @@ TEST(CapturedStep, RandomDrawsAndHostReadsAreErrorsNotWrongResults) {
   std::map<std::string, Tensor> copies;
   for (const auto& [name, t] : before) copies[name] = t.cpu().clone();
   EXPECT_LOOM_ERROR(step.run(data[1].images, data[1].labels), "random draw");
-  for (const auto& [name, t] : model->state_dict()) EXPECT_TENSOR_NEAR(t.cpu(), copies.at(name), 0.0, 0.0);
+  for (const auto& [name, t] : model->state_dict())
+    EXPECT_TENSOR_NEAR(t.cpu(), copies.at(name), 0.0, 0.0);
   // The thread is not left capturing: eager work runs again.
   EXPECT_FALSE(cuda::capturing(0));
   EXPECT_EQ(sum(ones({3}, kCUDA) * 2).item<float>(), 6.0f);
@@ -182,7 +186,8 @@ TEST(CapturedStep, TheGraphsMemoryIsPrivate) {
     }
   }
   for (int i = 0; i < 5; ++i) step.run(data[2].images, data[2].labels);
-  for (size_t i = 0; i < bystanders.size(); ++i) EXPECT_TENSOR_NEAR(bystanders[i].cpu(), expected[i], 0.0, 0.0);
+  for (size_t i = 0; i < bystanders.size(); ++i)
+    EXPECT_TENSOR_NEAR(bystanders[i].cpu(), expected[i], 0.0, 0.0);
   EXPECT_EQ(step.replays(), 6);
 }
 
@@ -194,13 +199,15 @@ TEST(CapturedStep, FitWithCaptureMatchesFitWithout) {
   auto run = [&](bool capture, std::optional<double> clip) {
     auto model = small_model(9);
     optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-2));
-    data::DataLoader loader(dataset, shuffled_cuda_batches(16, 3));  // 40 = 16 + 16 + 8: a partial last batch
+    data::DataLoader loader(
+        dataset, shuffled_cuda_batches(16, 3));  // 40 = 16 + 16 + 8: a partial last batch
     train::FitOptions fo;
     fo.epochs = 3;
     fo.out = nullptr;
     fo.capture = capture;
     fo.clip_grad_norm = clip;
-    train::History h = train::fit(*model, train::binary_cross_entropy_loss(), opt, loader, nullptr, fo);
+    train::History h =
+        train::fit(*model, train::binary_cross_entropy_loss(), opt, loader, nullptr, fo);
     return std::make_pair(h, model);
   };
   // Without clipping, and with a norm small enough that every step clips (on the device, inside
@@ -293,25 +300,30 @@ std::vector<Counts> train_ranks(const std::vector<std::vector<int64_t>>& sizes, 
   std::vector<Counts> counts(sizes.size());
   dist::SpawnOptions options;
   options.backend = dist::Backend::Threads;
-  dist::spawn(static_cast<int>(sizes.size()), kCUDA, [&](dist::ProcessGroup& g) {
-    auto model = small_model(3);
-    optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-3));
-    CapturedStep::Options o;
-    if (agree) o.group = g.shared_from_this();
-    CapturedStep step(*model, train::binary_cross_entropy_loss(), opt, o);
-    Generator gen(11 + static_cast<uint64_t>(g.rank()));
-    for (int64_t n : sizes[static_cast<size_t>(g.rank())]) {
-      step.run(uniform({n, 3, 8, 8}, -1.0, 1.0, kFloat32, &gen).cuda(), randint(0, 2, {n}, kInt64, &gen).cuda());
-    }
-    counts[static_cast<size_t>(g.rank())] = {step.replays(), step.eager_steps(), step.graphs()};
-  }, options);
+  dist::spawn(
+      static_cast<int>(sizes.size()), kCUDA,
+      [&](dist::ProcessGroup& g) {
+        auto model = small_model(3);
+        optim::Adam opt(model->parameters(), optim::GroupOptions().with_lr(1e-3));
+        CapturedStep::Options o;
+        if (agree) o.group = g.shared_from_this();
+        CapturedStep step(*model, train::binary_cross_entropy_loss(), opt, o);
+        Generator gen(11 + static_cast<uint64_t>(g.rank()));
+        for (int64_t n : sizes[static_cast<size_t>(g.rank())]) {
+          step.run(uniform({n, 3, 8, 8}, -1.0, 1.0, kFloat32, &gen).cuda(),
+                   randint(0, 2, {n}, kInt64, &gen).cuda());
+        }
+        counts[static_cast<size_t>(g.rank())] = {step.replays(), step.eager_steps(), step.graphs()};
+      },
+      options);
   return counts;
 }
 
 TEST(CapturedStepRanks, AStepWhereOneRankHasAnotherShapeRunsEagerlyOnEveryRank) {
   LOOM_REQUIRE_CUDA();
   // Rank 1's loader skipped samples at step 3.
-  const std::vector<std::vector<int64_t>> sizes = {{16, 16, 16, 16, 16, 16, 16}, {16, 16, 16, 9, 16, 16, 16}};
+  const std::vector<std::vector<int64_t>> sizes = {{16, 16, 16, 16, 16, 16, 16},
+                                                   {16, 16, 16, 9, 16, 16, 16}};
   const std::vector<Counts> agreed = train_ranks(sizes, true);
   for (const Counts& c : agreed) {
     EXPECT_EQ(c.eager, 2);    // the warm-up step and step 3
@@ -326,7 +338,8 @@ TEST(CapturedStepRanks, AStepWhereOneRankHasAnotherShapeRunsEagerlyOnEveryRank) 
 
 TEST(CapturedStepRanks, RanksWithTheSameShapesCaptureAndReplayAlike) {
   LOOM_REQUIRE_CUDA();
-  const std::vector<Counts> c = train_ranks({{8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}}, true);
+  const std::vector<Counts> c =
+      train_ranks({{8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}, {8, 8, 5, 8, 5, 5}}, true);
   for (const Counts& r : c) {
     EXPECT_EQ(r.eager, 2);
     EXPECT_EQ(r.replays, 4);

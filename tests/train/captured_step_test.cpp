@@ -8,7 +8,8 @@ namespace loom {
 namespace {
 
 TEST(CapturedStep, OnTheCpuEveryStepIsEager) {
-  auto eager_model = testing::tiny_model(4, 8, false), stepped_model = testing::tiny_model(4, 8, false);
+  auto eager_model = testing::tiny_model(4, 8, false),
+       stepped_model = testing::tiny_model(4, 8, false);
   optim::Adam eager_opt(eager_model->parameters()), stepped_opt(stepped_model->parameters());
   const train::LossFn loss = train::binary_cross_entropy_loss();
   train::CapturedStep step(*stepped_model, loss, stepped_opt);

@@ -22,7 +22,8 @@ class ThrowAtEpochEnd : public train::Callback {
  public:
   explicit ThrowAtEpochEnd(int64_t epoch) : epoch_(epoch) {}
   void on_epoch_end(train::TrainContext& ctx, const train::EpochMetrics& /*metrics*/) override {
-    if (ctx.epoch == epoch_) throw std::runtime_error("training broke in epoch " + std::to_string(epoch_));
+    if (ctx.epoch == epoch_)
+      throw std::runtime_error("training broke in epoch " + std::to_string(epoch_));
   }
 
  private:
@@ -32,13 +33,15 @@ class ThrowAtEpochEnd : public train::Callback {
 class FitFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::temp_dir("loom_fit_files", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = testing::temp_dir("loom_fit_files",
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   std::vector<std::string> listing() const {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(dir_))
+      names.push_back(entry.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -47,7 +50,8 @@ class FitFiles : public ::testing::Test {
     options.epochs = epochs;
     options.out = nullptr;
     options.callbacks = callbacks;
-    return train::fit(*model_, train::binary_cross_entropy_loss(), optimizer_, train_loader_, &val_loader_, options);
+    return train::fit(*model_, train::binary_cross_entropy_loss(), optimizer_, train_loader_,
+                      &val_loader_, options);
   }
 
   std::string dir_;
@@ -64,7 +68,8 @@ TEST_F(FitFiles, EveryFileIsCompleteAndRightWhenFitReturns) {
   c.every_steps = 3;
   c.best_model_path = path("best.st");
   c.monitor = "val_loss";
-  const train::History h = fit({std::make_shared<train::ModelCheckpoint>(c), std::make_shared<train::CsvLogger>(path("m.csv")),
+  const train::History h = fit({std::make_shared<train::ModelCheckpoint>(c),
+                                std::make_shared<train::CsvLogger>(path("m.csv")),
                                 std::make_shared<train::JsonLinesLogger>(path("m.jsonl"))});
   ASSERT_EQ(h.epochs.size(), 3u);
   EXPECT_EQ(io::read_file(path("m.csv")), train::history_csv(h));
@@ -84,11 +89,13 @@ TEST_F(FitFiles, EveryFileIsCompleteAndRightWhenFitReturns) {
     EXPECT_EQ(ckpt.file.at("optim." + key).to_vector<float>(), t.to_vector<float>()) << key;
   }
   const int64_t best = train::BestTracker("val_loss", train::Mode::Auto).replay(h);
-  const std::optional<train::SavedEpoch> saved = train::saved_epoch(io::load_model(path("best.st")).metadata, "best.st");
+  const std::optional<train::SavedEpoch> saved =
+      train::saved_epoch(io::load_model(path("best.st")).metadata, "best.st");
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->epoch, best);
   EXPECT_EQ(saved->metrics, h.epochs[static_cast<size_t>(best)]);
-  EXPECT_EQ(listing(), (std::vector<std::string>{"best.st", "m.csv", "m.jsonl", "run.ckpt"}));  // no temporaries or locks
+  EXPECT_EQ(listing(), (std::vector<std::string>{"best.st", "m.csv", "m.jsonl",
+                                                 "run.ckpt"}));  // no temporaries or locks
 }
 
 TEST_F(FitFiles, AFailedWriteFailsTheRunNamingTheFile) {

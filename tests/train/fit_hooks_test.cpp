@@ -2,7 +2,6 @@
 // last group included, and DDP's no_sync until a group's last backward), clipping on the device,
 // after_backward between backward and the step, and their refusals.
 #include <gtest/gtest.h>
-
 #include <loom/loom.h>
 
 #include "synthetic.h"
@@ -22,7 +21,8 @@ std::vector<float> flat(nn::Module& m) {
 
 double worst(const std::vector<float>& a, const std::vector<float>& b) {
   double w = a.size() == b.size() ? 0.0 : 1e30;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) w = std::max(w, std::abs(double(a[i]) - b[i]) / std::max(std::abs(double(b[i])), 1e-3));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    w = std::max(w, std::abs(double(a[i]) - b[i]) / std::max(std::abs(double(b[i])), 1e-3));
   return w;
 }
 
@@ -60,7 +60,8 @@ TEST(FitHooks, AccumulationStepsOnEachGroupsMeanGradientShortLastGroupIncluded) 
       const size_t size = std::min<size_t>(3, b.size() - first);
       manual_sgd.zero_grad();
       for (size_t i = first; i < first + size; ++i) {
-        (loss(manual->forward(b[i].images), b[i].labels) * (1.0 / static_cast<double>(size))).backward();
+        (loss(manual->forward(b[i].images), b[i].labels) * (1.0 / static_cast<double>(size)))
+            .backward();
       }
       manual_sgd.step();
     }
@@ -85,8 +86,8 @@ TEST(FitHooks, UnderDdpOnlyAGroupsLastBackwardAllReduces) {
     auto model = testing::tiny_model(6, 8, false);
     auto ddp = std::make_shared<dist::DistributedDataParallel>(model, g.shared_from_this());
     optim::SGD sgd(ddp->parameters(), optim::GroupOptions().with_lr(0.1));
-    data::DataLoader loader(set, data::train_shard_options(testing::loader_options(4, true), set.size(),
-                                                           {g.rank(), g.size()}));
+    data::DataLoader loader(set, data::train_shard_options(testing::loader_options(4, true),
+                                                           set.size(), {g.rank(), g.size()}));
     train::FitOptions fit;
     fit.epochs = 1;
     fit.out = nullptr;
@@ -94,7 +95,8 @@ TEST(FitHooks, UnderDdpOnlyAGroupsLastBackwardAllReduces) {
     fit.accumulate_steps = 2;
     fit.after_backward = [&](train::TrainContext&) {
       const dist::DdpStepStats s = ddp->last_step();
-      launched[static_cast<size_t>(g.rank())].push_back(s.launched_during_backward + s.launched_at_end);
+      launched[static_cast<size_t>(g.rank())].push_back(s.launched_during_backward +
+                                                        s.launched_at_end);
     };
     train::fit(*ddp, train::binary_cross_entropy_loss(), sgd, loader, nullptr, fit);
     params[static_cast<size_t>(g.rank())] = flat(*model);
@@ -198,7 +200,8 @@ TEST(ClipOnDevice, EqualsTheHostClipAndNeverReadsTheNorm) {
     const double host = optim::clip_grad_norm_(a, max_norm);
     const Tensor device = optim::clip_grad_norm_on_device(b, max_norm);
     EXPECT_NEAR(device.item<double>(), host, 1e-9 * host);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(testing::compare(b[i].grad(), a[i].grad(), 1e-7, 1e-6), "");
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(testing::compare(b[i].grad(), a[i].grad(), 1e-7, 1e-6), "");
   }
 }
 

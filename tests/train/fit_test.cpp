@@ -63,8 +63,9 @@ TEST(Evaluate, LossAccuracyAndConfusionMatchALoop) {
   }
   EXPECT_NEAR(r.loss, loss / 21, 1e-5);
   EXPECT_NEAR(r.accuracy, double(confusion[0][0] + confusion[1][1]) / 21, 1e-12);
-  EXPECT_EQ(r.confusion.to_vector<int64_t>(),
-            (std::vector<int64_t>{confusion[0][0], confusion[0][1], confusion[1][0], confusion[1][1]}));
+  EXPECT_EQ(
+      r.confusion.to_vector<int64_t>(),
+      (std::vector<int64_t>{confusion[0][0], confusion[0][1], confusion[1][0], confusion[1][1]}));
   const Tensor probs = train::predict(*model, loader);
   ASSERT_EQ(probs.shape(), (Shape{21, 1}));
   EXPECT_NEAR(probs.to_vector<float>()[3], 1.0 / (1.0 + std::exp(-logits[3])), 1e-6);
@@ -112,7 +113,9 @@ TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
 // Counts the layouts of the batches it is fed, then runs `inner`.
 class LayoutProbe : public nn::Module {
  public:
-  explicit LayoutProbe(std::shared_ptr<nn::Module> inner) { inner_ = register_module("inner", std::move(inner)); }
+  explicit LayoutProbe(std::shared_ptr<nn::Module> inner) {
+    inner_ = register_module("inner", std::move(inner));
+  }
   Tensor forward(const Tensor& x) override {
     ++(x.suggest_memory_format() == MemoryFormat::ChannelsLast ? channels_last : nchw);
     return inner_->forward(x);
@@ -138,7 +141,8 @@ TEST(Fit, ChannelsLastFeedsNhwcBatchesAndTrainsAlike) {
     train::FitOptions fit;
     fit.epochs = 2;
     fit.channels_last = channels_last;
-    histories.push_back(train::fit(model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit));
+    histories.push_back(train::fit(model, train::binary_cross_entropy_loss(), optimizer,
+                                   train_loader, &val_loader, fit));
     const int batches = 2 * (4 + 2);  // two epochs of 4 training and 2 validation batches
     EXPECT_EQ(model.channels_last, channels_last ? batches : 0);
     EXPECT_EQ(model.nchw, channels_last ? 0 : batches);
@@ -166,7 +170,8 @@ TEST(Fit, EarlyStoppingStopsAndRestoresTheBestWeights) {
   optim::SGD optimizer(model->parameters(), optim::GroupOptions().with_lr(0.0));
   data::DataLoader train_loader(train_set, testing::loader_options(8, true));
   data::DataLoader val_loader(val_set, testing::loader_options(8, false));
-  auto stopper = std::make_shared<train::EarlyStopping>("val_loss", 1, 0.0, train::Mode::Auto, true);
+  auto stopper =
+      std::make_shared<train::EarlyStopping>("val_loss", 1, 0.0, train::Mode::Auto, true);
   train::FitOptions fit;
   fit.epochs = 10;
   fit.out = nullptr;
@@ -196,8 +201,8 @@ TEST(Fit, EarlyStoppingCountsPatienceEpochsAndResumesWhereItStood) {
   fit.epochs = 10;
   fit.out = nullptr;
   fit.callbacks = {stopper, std::make_shared<train::ModelCheckpoint>(checkpoint)};
-  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
-                                      &val_loader, fit);
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
   EXPECT_EQ(h.epochs.size(), 4u);
   EXPECT_EQ(stopper->stopped_epoch(), 3);
   // Resumed after two epochs without an improvement: one more ends it.
@@ -207,15 +212,19 @@ TEST(Fit, EarlyStoppingCountsPatienceEpochsAndResumesWhereItStood) {
   state.global_step = 6;
   state.history_json = train::History{{h.epochs[0], h.epochs[1], h.epochs[2]}}.to_json();
   fit.resume = state;
-  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit)
-                .epochs.size(), 4u);
+  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
+                       &val_loader, fit)
+                .epochs.size(),
+            4u);
   EXPECT_EQ(stopper->stopped_epoch(), 3);
   // Resumed after a run that had stopped: no further epoch.
   state.epoch = 4;
   state.history_json = h.to_json();
   fit.resume = state;
-  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit)
-                .epochs.size(), 4u);
+  EXPECT_EQ(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
+                       &val_loader, fit)
+                .epochs.size(),
+            4u);
   EXPECT_EQ(stopper->stopped_epoch(), 3);
   // A min_delta above any change: the first epoch is the only improvement.
   train::BestTracker tracker("val_accuracy", train::Mode::Auto, 0.1);
@@ -247,8 +256,8 @@ TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
   fit.epochs = 3;
   fit.out = nullptr;
   fit.callbacks = {std::make_shared<train::ModelCheckpoint>(options)};
-  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
-                                      &val_loader, fit);
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
   const io::LoadedModel best = io::load_model(dir + "/best.st");
   const std::optional<train::SavedEpoch> saved = train::saved_epoch(best.metadata, "best.st");
   ASSERT_TRUE(saved.has_value());
@@ -262,7 +271,8 @@ TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
   options.resumed_best_model_path = dir + "/best.st";
   train::ModelCheckpoint resumed(options);
   const train::History finished = train::History::from_json(ckpt.state.history_json, "ckpt");
-  EXPECT_EQ(resumed.find_best_on_resume(finished, 0), train::ModelCheckpoint::BestSource::ResumedBestModelFile);
+  EXPECT_EQ(resumed.find_best_on_resume(finished, 0),
+            train::ModelCheckpoint::BestSource::ResumedBestModelFile);
   fit.callbacks = {std::make_shared<train::ModelCheckpoint>(options)};
   fit.resume = io::load_checkpoint(dir + "/run.ckpt", *model, optimizer);
   train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
@@ -271,19 +281,21 @@ TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
   options.best_model_path = dir + "/none.st";
   options.resumed_best_model_path = dir + "/missing.st";
   EXPECT_LOOM_ERROR(train::ModelCheckpoint(options).find_best_on_resume(finished, 0),
-                    "epoch 1's, but no file holds that epoch's weights: " + dir + "/none.st does not exist, " + dir +
-                        "/missing.st does not exist");
+                    "epoch 1's, but no file holds that epoch's weights: " + dir +
+                        "/none.st does not exist, " + dir + "/missing.st does not exist");
   // When the best epoch is the checkpoint's own, the resumed weights are it.
   const train::History first{{finished.epochs[0]}};
   EXPECT_EQ(train::ModelCheckpoint(options).find_best_on_resume(first, 0),
             train::ModelCheckpoint::BestSource::ResumedWeights);
-  EXPECT_LOOM_ERROR(train::ModelCheckpoint(options).find_best_on_resume(first, 1), "none.st does not exist");
+  EXPECT_LOOM_ERROR(train::ModelCheckpoint(options).find_best_on_resume(first, 1),
+                    "none.st does not exist");
   fs::remove_all(dir);
 }
 
 TEST(Fit, SavedEpochMetadataIsReadAsUntrusted) {
   const auto read = [](const std::string& epoch, const std::string& metrics) {
-    return train::saved_epoch({{train::kSavedEpochKey, epoch}, {train::kSavedMetricsKey, metrics}}, "f.st");
+    return train::saved_epoch({{train::kSavedEpochKey, epoch}, {train::kSavedMetricsKey, metrics}},
+                              "f.st");
   };
   EXPECT_EQ(read("4", "{\"val_accuracy\": 0.75}")->metrics.at("val_accuracy"), 0.75);
   EXPECT_FALSE(train::saved_epoch({}, "f.st").has_value());
@@ -292,7 +304,8 @@ TEST(Fit, SavedEpochMetadataIsReadAsUntrusted) {
   EXPECT_LOOM_ERROR(read("4", "[1]"), "must be a JSON object");
   EXPECT_LOOM_ERROR(read("4", "{\"loss\": \"x\"}"), "\"loss\"");
   EXPECT_LOOM_ERROR(read("4", "{\"a\": 1, \"a\": 2}"), "loom.saved_metrics");
-  EXPECT_LOOM_ERROR(train::saved_epoch({{train::kSavedEpochKey, "1"}}, "f.st"), "without \"loom.saved_metrics\"");
+  EXPECT_LOOM_ERROR(train::saved_epoch({{train::kSavedEpochKey, "1"}}, "f.st"),
+                    "without \"loom.saved_metrics\"");
 }
 
 TEST(Fit, MonitoringAMissingMetricNamesIt) {
@@ -303,12 +316,14 @@ TEST(Fit, MonitoringAMissingMetricNamesIt) {
   train::FitOptions fit;
   fit.out = nullptr;
   fit.callbacks = {std::make_shared<train::EarlyStopping>("val_loss")};
-  EXPECT_LOOM_ERROR(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
-                    "\"val_loss\" is not among");
+  EXPECT_LOOM_ERROR(
+      train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
+      "\"val_loss\" is not among");
   fit.callbacks.clear();
   fit.epochs = -1;
-  EXPECT_LOOM_ERROR(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
-                    "epochs must be >= 0");
+  EXPECT_LOOM_ERROR(
+      train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit),
+      "epochs must be >= 0");
 }
 
 TEST(Fit, LRSchedulerStepsPerEpoch) {
@@ -321,13 +336,15 @@ TEST(Fit, LRSchedulerStepsPerEpoch) {
   fit.epochs = 3;
   fit.out = nullptr;
   fit.callbacks = {std::make_shared<train::LRSchedulerStep>(schedule)};
-  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit);
+  const train::History h =
+      train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit);
   EXPECT_EQ(h.values("lr"), (std::vector<double>{0.1, 0.05, 0.025}));
 }
 
 TEST(History, RejectsMalformedJson) {
   EXPECT_LOOM_ERROR(train::History::from_json("{\"a\": 1}", "f.json"), "f.json");
-  EXPECT_LOOM_ERROR(train::History::from_json("[{\"loss\": \"x\"}]", "f.json"), "malformed history");
+  EXPECT_LOOM_ERROR(train::History::from_json("[{\"loss\": \"x\"}]", "f.json"),
+                    "malformed history");
   EXPECT_EQ(train::format_duration(65), "1m05s");
   EXPECT_EQ(train::format_duration(3.2), "3s");
 }

@@ -2,10 +2,9 @@
 // against loops over the same predictions, AUC against the exact pairwise count, batches and
 // ranks adding up to the whole, bad input; and fit/evaluate reporting them.
 #include <gtest/gtest.h>
+#include <loom/loom.h>
 
 #include <cmath>
-
-#include <loom/loom.h>
 
 #include "synthetic.h"
 #include "testing.h"
@@ -130,20 +129,24 @@ TEST(Metrics, AucIsWithinABinOfTheExactPairCount) {
 
 TEST(Metrics, RanksAddUpToTheWhole) {
   const Scored s = scored(120, 1, 4);
-  const std::vector<train::MetricPtr> whole = {train::precision(), train::recall(), train::f1(), train::auc()};
+  const std::vector<train::MetricPtr> whole = {train::precision(), train::recall(), train::f1(),
+                                               train::auc()};
   std::vector<double> expected;
   for (const auto& m : whole) expected.push_back(fed(m, s));
   std::vector<std::vector<double>> got(3);
   dist::spawn(3, kCPU, [&](dist::ProcessGroup& g) {
     // Rank 2 sees no batch at all: it adds zeros.
-    const std::vector<train::MetricPtr> mine = {train::precision(), train::recall(), train::f1(), train::auc()};
+    const std::vector<train::MetricPtr> mine = {train::precision(), train::recall(), train::f1(),
+                                                train::auc()};
     for (const auto& m : mine) {
-      if (g.rank() < 2) m->update(s.logits.narrow(0, g.rank() * 60, 60), s.labels.narrow(0, g.rank() * 60, 60));
+      if (g.rank() < 2)
+        m->update(s.logits.narrow(0, g.rank() * 60, 60), s.labels.narrow(0, g.rank() * 60, 60));
       got[static_cast<size_t>(g.rank())].push_back(m->result(&g));
     }
   });
   for (int r = 0; r < 3; ++r) {
-    for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(got[r][i], expected[i], 1e-12) << "rank " << r << ", metric " << i;
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(got[r][i], expected[i], 1e-12) << "rank " << r << ", metric " << i;
   }
 }
 
@@ -151,7 +154,8 @@ TEST(Metrics, BadInputAndUndefinedValues) {
   const Scored three = scored(9, 3, 5);
   EXPECT_LOOM_ERROR(train::auc()->update(three.logits, three.labels), "binary head");
   EXPECT_LOOM_ERROR(train::auc(1), "bins must be at least 2");
-  EXPECT_LOOM_ERROR(train::precision()->update(three.logits, three.labels.narrow(0, 0, 8)), "do not match labels");
+  EXPECT_LOOM_ERROR(train::precision()->update(three.logits, three.labels.narrow(0, 0, 8)),
+                    "do not match labels");
   auto m = train::f1();
   m->update(three.logits, three.labels);
   const Scored four = scored(9, 4, 6);
@@ -174,15 +178,17 @@ TEST(Metrics, FitAndEvaluateReportThem) {
   fit.epochs = 3;
   fit.out = nullptr;
   fit.metrics = {train::precision(), train::recall(), train::f1(), train::auc()};
-  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
-  for (const char* key : {"precision", "recall", "f1", "auc", "val_precision", "val_recall", "val_f1", "val_auc"}) {
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
+  for (const char* key :
+       {"precision", "recall", "f1", "auc", "val_precision", "val_recall", "val_f1", "val_auc"}) {
     ASSERT_TRUE(h.epochs.back().count(key)) << key;
     EXPECT_GE(h.epochs.back().at(key), 0.0) << key;
     EXPECT_LE(h.epochs.back().at(key), 1.0) << key;
   }
   // The last epoch's validation metrics are those of the final model.
-  const train::EvalResult e =
-      train::evaluate(*model, train::binary_cross_entropy_loss(), val_loader, nullptr, {train::f1(), train::auc()});
+  const train::EvalResult e = train::evaluate(*model, train::binary_cross_entropy_loss(),
+                                              val_loader, nullptr, {train::f1(), train::auc()});
   EXPECT_DOUBLE_EQ(e.metrics.at("f1"), h.epochs.back().at("val_f1"));
   EXPECT_DOUBLE_EQ(e.metrics.at("auc"), h.epochs.back().at("val_auc"));
   // F1 from the confusion matrix evaluate returns.

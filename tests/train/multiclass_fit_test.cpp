@@ -34,7 +34,8 @@ class StripesDataset : public data::Dataset {
 std::shared_ptr<nn::Sequential> classifier(uint64_t seed) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Sequential>();
-  model->add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions().padding(1), true,
+                                          nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::MaxPool2d>(2));
   model->add(std::make_shared<nn::Flatten>());
@@ -52,7 +53,8 @@ TEST(MulticlassFit, LearnsFourClassesAndEvaluateAndPredictMatchALoop) {
   train::FitOptions fit;
   fit.epochs = 6;
   fit.out = nullptr;
-  const train::History h = train::fit(*model, train::cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
+  const train::History h =
+      train::fit(*model, train::cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
   ASSERT_EQ(h.epochs.size(), 6u);
   EXPECT_LT(h.epochs.back().at("loss"), h.epochs.front().at("loss"));
   EXPECT_GT(h.epochs.back().at("val_accuracy"), 0.8);  // chance: 0.25

@@ -2,6 +2,7 @@
 // the terminal (so it never wraps), the wide one shows ms/step and images/s, and under a real
 // pseudo-terminal the width comes from the terminal itself.
 #include <fcntl.h>
+#include <loom/loom.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 #include "testing.h"
 
@@ -42,8 +41,11 @@ std::vector<std::string> screen_lines(const std::string& output) {
 // One epoch of `steps` redraws and its closing line, as fit draws them.
 void draw_epoch(std::ostream& out, bool tty, int columns, int64_t steps) {
   train::ProgressBar bar(&out, tty, 11, 25, steps, 0, false, columns);
-  for (int64_t s = 1; s <= steps; ++s) bar.draw(s, 0.6931 - 0.001 * static_cast<double>(s), 0.5 + 0.002 * s, 32 * s);
-  bar.finish({{"loss", 0.4679}, {"accuracy", 0.7738}, {"val_loss", 0.5131}, {"val_accuracy", 0.7525}}, 1.5);
+  for (int64_t s = 1; s <= steps; ++s)
+    bar.draw(s, 0.6931 - 0.001 * static_cast<double>(s), 0.5 + 0.002 * s, 32 * s);
+  bar.finish(
+      {{"loss", 0.4679}, {"accuracy", 0.7738}, {"val_loss", 0.5131}, {"val_accuracy", 0.7525}},
+      1.5);
 }
 
 TEST(Progress, RedrawsFitTheTerminalWithoutWrapping) {
@@ -53,9 +55,11 @@ TEST(Progress, RedrawsFitTheTerminalWithoutWrapping) {
     draw_epoch(out, true, columns, 188);
     const std::vector<std::string> lines = screen_lines(out.str());
     ASSERT_EQ(lines.size(), 189u);
-    for (const std::string& line : lines) EXPECT_LE(line.size(), static_cast<size_t>(columns - 1)) << line;
+    for (const std::string& line : lines)
+      EXPECT_LE(line.size(), static_cast<size_t>(columns - 1)) << line;
     // At 40 columns the epoch number goes before the metrics do.
-    if (columns >= 80) EXPECT_NE(lines.front().find("Epoch 12/25"), std::string::npos) << lines.front();
+    if (columns >= 80)
+      EXPECT_NE(lines.front().find("Epoch 12/25"), std::string::npos) << lines.front();
     EXPECT_NE(lines[187].find("188/188"), std::string::npos) << lines[187];
     EXPECT_NE(lines.back().find("0.7525"), std::string::npos) << lines.back();
     if (columns == 120) {
@@ -72,9 +76,10 @@ TEST(Progress, PlainLinesStayWholeOffATerminal) {
   draw_epoch(out, false, 40, 20);
   EXPECT_EQ(out.str().find('\r'), std::string::npos);
   EXPECT_NE(out.str().find("Epoch 12/25 step 10/20 - ETA"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find("Epoch 12/25 20/20 - 2s - loss 0.4679 - accuracy 0.7738 - val_loss 0.5131 - "
-                           "val_accuracy 0.7525"),
-            std::string::npos)
+  EXPECT_NE(
+      out.str().find("Epoch 12/25 20/20 - 2s - loss 0.4679 - accuracy 0.7738 - val_loss 0.5131 - "
+                     "val_accuracy 0.7525"),
+      std::string::npos)
       << out.str();
 }
 
@@ -142,7 +147,8 @@ TEST(Progress, UnderAPseudoTerminalTheWidthIsTheTerminals) {
   fcntl(master, F_SETFL, O_NONBLOCK);
   std::string output;
   char buffer[4096];
-  for (ssize_t n; (n = read(master, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(master, buffer, sizeof buffer)) > 0;)
+    output.append(buffer, static_cast<size_t>(n));
   close(master);
   EXPECT_TRUE(tty);
   EXPECT_EQ(columns, 80);

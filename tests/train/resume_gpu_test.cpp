@@ -14,8 +14,9 @@ namespace {
 TEST(ResumeGpu, MidEpochMatchesAnUninterruptedRun) {
   LOOM_REQUIRE_CUDA();
   testing::DeterministicAlgorithmsGuard deterministic_algorithms;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("loom_resume_gpu_" + std::to_string(::getpid()))).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("loom_resume_gpu_" + std::to_string(::getpid())))
+          .string();
   const testing::RunResult straight = testing::train_run(path + ".a", -1, 1, kCUDA);
   const testing::RunResult resumed = testing::train_run(path, 8, 3, kCUDA);
   std::filesystem::remove(path + ".a");

@@ -35,11 +35,13 @@ struct RunResult {
 
 // One training run of 3 epochs of 5 steps; when `stop_after` >= 0 it crashes there and a second,
 // freshly built run resumes from the checkpoint written every `every` steps.
-inline RunResult train_run(const std::string& ckpt, int64_t stop_after, int64_t every, Device device = kCPU) {
+inline RunResult train_run(const std::string& ckpt, int64_t stop_after, int64_t every,
+                           Device device = kCPU) {
   testing::HalvesDataset train_set(40, 1), val_set(16, 2);
   auto build = [&](RunResult& run, std::optional<io::TrainingState>* resume, int64_t stop) {
     manual_seed(99);  // a resumed run must overwrite this from the checkpoint
-    auto model = testing::tiny_model(stop >= 0 || resume == nullptr ? 5 : 6);  // other init on resume
+    auto model =
+        testing::tiny_model(stop >= 0 || resume == nullptr ? 5 : 6);  // other init on resume
     model->to(device);  // before the optimizer, so its state lives there too
     optim::Adam optimizer(model->parameters(), optim::GroupOptions().with_lr(5e-3));
     data::DataLoaderOptions o;
@@ -62,7 +64,8 @@ inline RunResult train_run(const std::string& ckpt, int64_t stop_after, int64_t 
     fit.callbacks = {std::make_shared<train::ModelCheckpoint>(c), recorder};
     if (resume != nullptr) fit.resume = io::load_checkpoint(ckpt, *model, optimizer);
     try {
-      run.history = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
+      run.history = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader,
+                               &val_loader, fit);
     } catch (const std::runtime_error&) {
     }
     run.losses.insert(run.losses.end(), recorder->losses.begin(), recorder->losses.end());

@@ -32,7 +32,8 @@ void expect_identical(const RunResult& a, const RunResult& b) {
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (fs::temp_directory_path() / ("loom_resume_" + std::to_string(::getpid()) + ".ckpt")).string();
+    path_ = (fs::temp_directory_path() / ("loom_resume_" + std::to_string(::getpid()) + ".ckpt"))
+                .string();
   }
   void TearDown() override { fs::remove(path_); }
   std::string path_;
@@ -64,8 +65,9 @@ TEST_F(Resume, RefusesALoaderWithOtherSeeds) {
   train::FitOptions fit;
   fit.out = nullptr;
   fit.resume = io::load_checkpoint(path_, *model, optimizer);
-  EXPECT_LOOM_ERROR(train::fit(*model, train::binary_cross_entropy_loss(), optimizer, loader, nullptr, fit),
-                    "loader seeds");
+  EXPECT_LOOM_ERROR(
+      train::fit(*model, train::binary_cross_entropy_loss(), optimizer, loader, nullptr, fit),
+      "loader seeds");
 }
 
 }  // namespace

@@ -2,13 +2,12 @@
 // the left half is brighter than the right, so a tiny model learns it in a few steps.
 #pragma once
 
+#include <loom/loom.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <loom/loom.h>
 
 namespace loom::testing {
 
@@ -34,15 +33,18 @@ class HalvesDataset : public data::Dataset {
 // Conv + dropout + dense: a one-logit head for HalvesDataset (dropout draws from the default
 // generator, so resume tests cover its state). Without dropout, N ranks of batch b compute
 // the same maths as one rank of batch N*b (each rank's dropout masks are its own draws).
-inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 8, bool dropout = true) {
+inline std::shared_ptr<nn::Sequential> tiny_model(uint64_t seed, int64_t size = 8,
+                                                  bool dropout = true) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Sequential>();
-  model->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), true, nn::Init::PyTorch, &gen));
+  model->add(std::make_shared<nn::Conv2d>(3, 4, 3, Conv2dOptions().padding(1), true,
+                                          nn::Init::PyTorch, &gen));
   model->add(std::make_shared<nn::ReLU>());
   model->add(std::make_shared<nn::MaxPool2d>(2));
   model->add(std::make_shared<nn::Flatten>());
   if (dropout) model->add(std::make_shared<nn::Dropout>(0.25));
-  model->add(std::make_shared<nn::Linear>(4 * (size / 2) * (size / 2), 1, true, nn::Init::PyTorch, &gen));
+  model->add(
+      std::make_shared<nn::Linear>(4 * (size / 2) * (size / 2), 1, true, nn::Init::PyTorch, &gen));
   return model;
 }
 
@@ -59,8 +61,8 @@ inline data::DataLoaderOptions loader_options(int64_t batch, bool shuffle, uint6
 // A fresh empty folder in the system's temporary directory, named after `prefix`, this process
 // and `name`.
 inline std::string temp_dir(const std::string& prefix, const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()) + "_" + name);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    (prefix + "_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -35,7 +35,8 @@ uint32_t masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u
 
 uint64_t little_endian(const std::string& bytes, size_t at, int n) {
   uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= uint64_t(static_cast<unsigned char>(bytes.at(at + i))) << (8 * i);
+  for (int i = 0; i < n; ++i)
+    v |= uint64_t(static_cast<unsigned char>(bytes.at(at + i))) << (8 * i);
   return v;
 }
 
@@ -48,10 +49,12 @@ std::vector<std::string> read_records(const std::string& path) {
   while (at < file.size()) {
     EXPECT_LE(at + 12, file.size()) << "truncated header at " << at;
     const uint64_t length = little_endian(file, at, 8);
-    EXPECT_EQ(little_endian(file, at + 8, 4), masked(bitwise_crc32c(file.substr(at, 8)))) << "length CRC at " << at;
+    EXPECT_EQ(little_endian(file, at + 8, 4), masked(bitwise_crc32c(file.substr(at, 8))))
+        << "length CRC at " << at;
     EXPECT_LE(at + 12 + length + 4, file.size()) << "truncated record at " << at;
     const std::string data = file.substr(at + 12, length);
-    EXPECT_EQ(little_endian(file, at + 12 + length, 4), masked(bitwise_crc32c(data))) << "data CRC at " << at;
+    EXPECT_EQ(little_endian(file, at + 12 + length, 4), masked(bitwise_crc32c(data)))
+        << "data CRC at " << at;
     records.push_back(data);
     at += 12 + length + 4;
   }
@@ -80,9 +83,15 @@ Message parse(const std::string& s) {
     const uint64_t key = read_varint(s, at);
     Field f;
     switch (key & 7) {
-      case 0: f.number = read_varint(s, at); break;
-      case 1: f.number = little_endian(s, at, 8), at += 8; break;
-      case 5: f.number = little_endian(s, at, 4), at += 4; break;
+      case 0:
+        f.number = read_varint(s, at);
+        break;
+      case 1:
+        f.number = little_endian(s, at, 8), at += 8;
+        break;
+      case 5:
+        f.number = little_endian(s, at, 4), at += 4;
+        break;
       case 2: {
         const uint64_t n = read_varint(s, at);
         f.bytes = s.substr(at, n);
@@ -90,7 +99,9 @@ Message parse(const std::string& s) {
         at += n;
         break;
       }
-      default: ADD_FAILURE() << "wire type " << (key & 7); return m;
+      default:
+        ADD_FAILURE() << "wire type " << (key & 7);
+        return m;
     }
     m.emplace(static_cast<uint32_t>(key >> 3), f);
   }
@@ -125,9 +136,9 @@ struct Event {
   std::string tag;
   bool has_scalar = false;
   float scalar = 0;
-  std::string plugin;              // Summary.Value.metadata.plugin_data.plugin_name
-  int64_t dtype = -1;              // of Summary.Value.tensor
-  size_t shape_dims = 99;          // its tensor_shape's dims
+  std::string plugin;                // Summary.Value.metadata.plugin_data.plugin_name
+  int64_t dtype = -1;                // of Summary.Value.tensor
+  size_t shape_dims = 99;            // its tensor_shape's dims
   std::vector<std::string> strings;  // its string_val
 };
 
@@ -173,7 +184,8 @@ class Probe : public train::Callback {
  public:
   Probe(const train::TensorBoardLogger& logger, int64_t every) : logger_(logger), every_(every) {}
   void on_batch_end(train::TrainContext& ctx) override {
-    if (ctx.global_step % every_ == 0) batch_losses[ctx.global_step] = static_cast<float>(ctx.batch_loss.item<double>());
+    if (ctx.global_step % every_ == 0)
+      batch_losses[ctx.global_step] = static_cast<float>(ctx.batch_loss.item<double>());
   }
   void on_epoch_end(train::TrainContext& ctx, const train::EpochMetrics& /*metrics*/) override {
     std::vector<std::string> tags;
@@ -221,20 +233,23 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
   fit.out = nullptr;
   fit.callbacks = {logger, probe};
   const double before = train::wall_time_now();
-  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, &val_loader, fit);
+  const train::History h = train::fit(*model, train::binary_cross_entropy_loss(), optimizer,
+                                      train_loader, &val_loader, fit);
   const double after = train::wall_time_now();
   ASSERT_EQ(h.epochs.size(), 3u);
 
   const std::vector<std::string> files = event_files(dir);
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0], logger->path());
-  const std::regex name(R"(events\.out\.tfevents\.\d{10}\..+\.)" + std::to_string(::getpid()) + R"(\.\d+)");
+  const std::regex name(R"(events\.out\.tfevents\.\d{10}\..+\.)" + std::to_string(::getpid()) +
+                        R"(\.\d+)");
   EXPECT_TRUE(std::regex_match(fs::path(files[0]).filename().string(), name)) << files[0];
 
   std::vector<Event> events;
   for (const std::string& r : read_records(files[0])) events.push_back(decode(r));
   const std::vector<std::string> metrics = {"accuracy", "loss", "lr", "val_accuracy", "val_loss"};
-  // file_version, the summary, 4 batch losses (steps 3, 6, 9, 12), 3 epochs of 5 metrics + images/s.
+  // file_version, the summary, 4 batch losses (steps 3, 6, 9, 12), 3 epochs of 5 metrics +
+  // images/s.
   ASSERT_EQ(events.size(), 2u + 4u + 3u * 6u);
   EXPECT_EQ(events[0].file_version, "brain.Event:2");
   EXPECT_TRUE(events[0].tag.empty());
@@ -266,7 +281,8 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
     if (e.tag == "batch_loss") {
       batch_losses[e.step] = e.scalar;
     } else {
-      EXPECT_TRUE(scalars.emplace(std::make_pair(e.tag, e.step), e.scalar).second) << e.tag << " twice";
+      EXPECT_TRUE(scalars.emplace(std::make_pair(e.tag, e.step), e.scalar).second)
+          << e.tag << " twice";
     }
   }
   EXPECT_EQ(batch_losses, probe->batch_losses);
@@ -274,7 +290,8 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
   EXPECT_EQ(scalars.size(), 3u * 6u);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     for (const std::string& m : metrics) {
-      EXPECT_EQ(scalars[std::make_pair(m, epoch)], static_cast<float>(h.epochs[epoch].at(m))) << m << " epoch " << epoch;
+      EXPECT_EQ(scalars[std::make_pair(m, epoch)], static_cast<float>(h.epochs[epoch].at(m)))
+          << m << " epoch " << epoch;
     }
     const float rate = scalars[std::make_pair(std::string("images_per_second"), epoch)];
     EXPECT_TRUE(std::isfinite(rate) && rate > 0) << rate;
@@ -329,7 +346,8 @@ TEST(TensorBoardLogger, BadFolderFailsBeforeTraining) {
   if (::geteuid() != 0) {
     fs::create_directories(dir + "/locked");
     fs::permissions(dir + "/locked", fs::perms::owner_read | fs::perms::owner_exec);
-    EXPECT_LOOM_ERROR(fit_with(dir + "/locked"), "cannot create the event file " + dir + "/locked/events.out");
+    EXPECT_LOOM_ERROR(fit_with(dir + "/locked"),
+                      "cannot create the event file " + dir + "/locked/events.out");
     fs::permissions(dir + "/locked", fs::perms::owner_all);
   }
   EXPECT_LOOM_ERROR(train::TensorBoardLogger(""), "log folder is empty");

@@ -2,7 +2,6 @@
 // gradient-sync switching, PipelineStep around a model's own BatchTrainer, and which step
 // make_train_step picks or refuses.
 #include <gtest/gtest.h>
-
 #include <loom/loom.h>
 
 #include "synthetic.h"
@@ -87,7 +86,9 @@ TEST(EagerStep, TwoAccumulatedHalvesStepAsTheWholeBatch) {
 // A model that records the gradient-sync setting each forward runs under, as DDP would obey it.
 class SyncRecorder : public nn::Module {
  public:
-  explicit SyncRecorder(nn::ModulePtr inner) : inner_(std::move(inner)) { register_module("inner", inner_); }
+  explicit SyncRecorder(nn::ModulePtr inner) : inner_(std::move(inner)) {
+    register_module("inner", inner_);
+  }
   Tensor forward(const Tensor& input) override {
     seen.push_back(sync_);
     return inner_->forward(input);
@@ -150,7 +151,9 @@ TEST(EagerStep, HooksRunAroundTheUpdateAndFinishEpochStepsAShortGroup) {
 // A model that trains its batches itself: forward and backward with the loss it is given.
 class SelfTrainer : public nn::Module, public nn::BatchTrainer {
  public:
-  explicit SelfTrainer(nn::ModulePtr inner) : inner_(std::move(inner)) { register_module("inner", inner_); }
+  explicit SelfTrainer(nn::ModulePtr inner) : inner_(std::move(inner)) {
+    register_module("inner", inner_);
+  }
   Tensor forward(const Tensor& input) override { return inner_->forward(input); }
   std::string type_name() const override { return "SelfTrainer"; }
   nn::BatchTrainer* batch_trainer() override { return this; }
@@ -195,7 +198,9 @@ TEST(MakeTrainStep, PicksTheStepTheModelAndOptionsCallFor) {
   Problem p = make_problem(1);
   optim::SGD sgd(p.model->parameters(), optim::GroupOptions().with_lr(0.1));
   train::FitOptions o;
-  EXPECT_NE(dynamic_cast<train::EagerStep*>(train::make_train_step(*p.model, loss, sgd, o, {}).get()), nullptr);
+  EXPECT_NE(
+      dynamic_cast<train::EagerStep*>(train::make_train_step(*p.model, loss, sgd, o, {}).get()),
+      nullptr);
   o.capture = true;  // on the CPU a step is eager
   auto cpu = train::make_train_step(*p.model, loss, sgd, o, {});
   EXPECT_NE(dynamic_cast<train::EagerStep*>(cpu.get()), nullptr);
@@ -203,12 +208,16 @@ TEST(MakeTrainStep, PicksTheStepTheModelAndOptionsCallFor) {
 
   SelfTrainer self(p.model);
   o.capture = false;
-  EXPECT_NE(dynamic_cast<train::PipelineStep*>(train::make_train_step(self, loss, sgd, o, {}).get()), nullptr);
+  EXPECT_NE(
+      dynamic_cast<train::PipelineStep*>(train::make_train_step(self, loss, sgd, o, {}).get()),
+      nullptr);
   o.capture = true;
-  EXPECT_LOOM_ERROR(train::make_train_step(self, loss, sgd, o, {}), "capture does not apply to a model that trains");
+  EXPECT_LOOM_ERROR(train::make_train_step(self, loss, sgd, o, {}),
+                    "capture does not apply to a model that trains");
   o.capture = false;
   o.autocast = true;
-  EXPECT_LOOM_ERROR(train::make_train_step(self, loss, sgd, o, {}), "autocast does not apply to a model that trains");
+  EXPECT_LOOM_ERROR(train::make_train_step(self, loss, sgd, o, {}),
+                    "autocast does not apply to a model that trains");
 }
 
 TEST(MakeTrainStep, RefusesOptionsThatCannotBe) {
@@ -217,16 +226,20 @@ TEST(MakeTrainStep, RefusesOptionsThatCannotBe) {
   optim::SGD sgd(p.model->parameters(), optim::GroupOptions().with_lr(0.1));
   train::FitOptions o;
   o.accumulate_steps = 0;
-  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}), "accumulate_steps must be at least 1, got 0");
+  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}),
+                    "accumulate_steps must be at least 1, got 0");
   o.accumulate_steps = 2;
   o.capture = true;  // refused on every device: the rule is the options', not the GPU's
-  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}), "cannot accumulate gradients");
+  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}),
+                    "cannot accumulate gradients");
   o = train::FitOptions();
   o.clip_grad_norm = -1.0;
-  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}), "clip_grad_norm must be a finite number > 0");
+  EXPECT_LOOM_ERROR(train::make_train_step(*p.model, loss, sgd, o, {}),
+                    "clip_grad_norm must be a finite number > 0");
   train::EagerStep::Options bad;
   bad.accumulate_steps = -3;
-  EXPECT_LOOM_ERROR(train::EagerStep(*p.model, loss, sgd, bad, {}), "accumulate_steps must be at least 1, got -3");
+  EXPECT_LOOM_ERROR(train::EagerStep(*p.model, loss, sgd, bad, {}),
+                    "accumulate_steps must be at least 1, got -3");
 }
 
 }  // namespace

@@ -4,27 +4,26 @@
 #pragma once
 
 #include <cuda_runtime.h>
-
 #include <loom/tensor/error.h>
 
-#define GPU_BASICS_CUDA_CHECK(call)                                                        \
-  do {                                                                                     \
-    const cudaError_t gpu_basics_status_ = (call);                                         \
-    if (gpu_basics_status_ != cudaSuccess) {                                               \
-      LOOM_FAIL("CUDA error: ", cudaGetErrorString(gpu_basics_status_), " in ", #call,     \
-                " at ", __FILE__, ":", __LINE__);                                          \
-    }                                                                                      \
+#define GPU_BASICS_CUDA_CHECK(call)                                                            \
+  do {                                                                                         \
+    const cudaError_t gpu_basics_status_ = (call);                                             \
+    if (gpu_basics_status_ != cudaSuccess) {                                                   \
+      LOOM_FAIL("CUDA error: ", cudaGetErrorString(gpu_basics_status_), " in ", #call, " at ", \
+                __FILE__, ":", __LINE__);                                                      \
+    }                                                                                          \
   } while (0)
 
 // After every kernel launch: catches bad launch configurations at the launch site.
 #define GPU_BASICS_KERNEL_CHECK() GPU_BASICS_CUDA_CHECK(cudaGetLastError())
 
 // For cuBLAS calls (the file that uses it includes <cublas_v2.h>).
-#define GPU_BASICS_CUBLAS_CHECK(call)                                                      \
-  do {                                                                                     \
-    const cublasStatus_t gpu_basics_status_ = (call);                                      \
-    if (gpu_basics_status_ != CUBLAS_STATUS_SUCCESS) {                                     \
+#define GPU_BASICS_CUBLAS_CHECK(call)                                                       \
+  do {                                                                                      \
+    const cublasStatus_t gpu_basics_status_ = (call);                                       \
+    if (gpu_basics_status_ != CUBLAS_STATUS_SUCCESS) {                                      \
       LOOM_FAIL("cuBLAS error: ", cublasGetStatusString(gpu_basics_status_), " in ", #call, \
-                " at ", __FILE__, ":", __LINE__);                                          \
-    }                                                                                      \
+                " at ", __FILE__, ":", __LINE__);                                           \
+    }                                                                                       \
   } while (0)

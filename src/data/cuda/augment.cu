@@ -29,7 +29,8 @@ __global__ void warp_kernel(const uint8_t* images, const double* transforms, War
 
 }  // namespace
 
-Tensor augment_batch_cuda(const Tensor& images, const Tensor& transforms, const AugmentOptions& options) {
+Tensor augment_batch_cuda(const Tensor& images, const Tensor& transforms,
+                          const AugmentOptions& options) {
   const int device = images.device().index;
   cuda::DeviceGuard guard(device);
   const Tensor src = images.contiguous(), tr = transforms.contiguous();

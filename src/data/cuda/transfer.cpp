@@ -49,7 +49,8 @@ DeviceTransfer::DeviceTransfer(int device, int slots) : impl_(new Impl) {
   impl_->side = cuda::create_stream(device);
   LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->compute_ready, cudaEventDisableTiming));
   impl_->copied.resize(static_cast<size_t>(slots), nullptr);
-  for (cudaEvent_t& e : impl_->copied) LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (cudaEvent_t& e : impl_->copied)
+    LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 DeviceTransfer::~DeviceTransfer() {
@@ -79,7 +80,8 @@ void DeviceTransfer::upload(int slot, const std::vector<std::pair<const void*, T
   LOOM_CUDA_CHECK(cudaStreamWaitEvent(impl_->side, impl_->compute_ready, 0));
   for (const auto& [host, dst] : copies) {
     LOOM_ASSERT(dst.is_cuda() && dst.is_contiguous() && dst.device().index == impl_->device);
-    LOOM_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), host, dst.nbytes(), cudaMemcpyHostToDevice, impl_->side));
+    LOOM_CUDA_CHECK(
+        cudaMemcpyAsync(dst.raw_data(), host, dst.nbytes(), cudaMemcpyHostToDevice, impl_->side));
   }
   cudaEvent_t done = impl_->copied.at(static_cast<size_t>(slot));
   LOOM_CUDA_CHECK(cudaEventRecord(done, impl_->side));

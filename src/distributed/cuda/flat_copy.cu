@@ -22,7 +22,9 @@ __global__ void copy_batch_kernel(Batch batch) {
   const FlatCopy c = batch.copies[blockIdx.y];
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   const uint64_t first = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool wide = ((reinterpret_cast<uintptr_t>(c.src) | reinterpret_cast<uintptr_t>(c.dst) | c.bytes) & 15) == 0;
+  const bool wide =
+      ((reinterpret_cast<uintptr_t>(c.src) | reinterpret_cast<uintptr_t>(c.dst) | c.bytes) & 15) ==
+      0;
   if (wide) {
     const uint4* src = static_cast<const uint4*>(c.src);
     uint4* dst = static_cast<uint4*>(c.dst);
@@ -49,7 +51,8 @@ void copy_all_cuda(const std::vector<FlatCopy>& copies, int device) {
     }
     // Enough blocks for the largest copy at 16 bytes a thread, capped: the loops stride.
     const uint64_t blocks = std::min<uint64_t>((largest / 16 + kThreads - 1) / kThreads + 1, 256);
-    copy_batch_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kThreads, 0, stream>>>(batch);
+    copy_batch_kernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(count)), kThreads,
+                        0, stream>>>(batch);
     LOOM_CUDA_KERNEL_CHECK();
   }
 }

@@ -26,22 +26,32 @@ using Clock = std::chrono::steady_clock;
 
 ncclDataType_t nccl_dtype(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return ncclFloat32;
-    case DType::Float64: return ncclFloat64;
-    case DType::Int64: return ncclInt64;
-    case DType::Int32: return ncclInt32;
-    case DType::UInt8: return ncclUint8;
-    case DType::BFloat16: break;  // not reduced by loom's other backends either
+    case DType::Float32:
+      return ncclFloat32;
+    case DType::Float64:
+      return ncclFloat64;
+    case DType::Int64:
+      return ncclInt64;
+    case DType::Int32:
+      return ncclInt32;
+    case DType::UInt8:
+      return ncclUint8;
+    case DType::BFloat16:
+      break;  // not reduced by loom's other backends either
   }
   ::loom::detail::throw_unsupported_dtype("NCCL", dtype);
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Avg: return ncclAvg;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Min: return ncclMin;
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Min:
+      return ncclMin;
   }
   return ncclSum;
 }
@@ -89,7 +99,8 @@ class NcclGroup : public ProcessGroup {
   ~NcclGroup() override {
     // Destroyed while an exception leaves this rank: the peers would wait for its collectives
     // until their timeout, so they are told now (through the store, when processes).
-    if (std::uncaught_exceptions() > 0) abort(detail::concat(who(), " left its group while an exception was thrown"));
+    if (std::uncaught_exceptions() > 0)
+      abort(detail::concat(who(), " left its group while an exception was thrown"));
     watchdog_.reset();
     try {
       close();
@@ -159,14 +170,17 @@ class NcclGroup : public ProcessGroup {
     const CollectiveInfo& info = c.info;
     switch (info.kind) {
       case OpKind::AllReduce:
-        return ncclAllReduce(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
-                             nccl_dtype(info.dtype), reduction(info.reduce), comm_, stream_);
+        return ncclAllReduce(c.input.raw_data(), c.output.raw_data(),
+                             static_cast<size_t>(c.input.numel()), nccl_dtype(info.dtype),
+                             reduction(info.reduce), comm_, stream_);
       case OpKind::Broadcast:
-        return ncclBroadcast(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
-                             nccl_dtype(info.dtype), info.root, comm_, stream_);
+        return ncclBroadcast(c.input.raw_data(), c.output.raw_data(),
+                             static_cast<size_t>(c.input.numel()), nccl_dtype(info.dtype),
+                             info.root, comm_, stream_);
       case OpKind::AllGather:
-        return ncclAllGather(c.input.raw_data(), c.output.raw_data(), static_cast<size_t>(c.input.numel()),
-                             nccl_dtype(info.dtype), comm_, stream_);
+        return ncclAllGather(c.input.raw_data(), c.output.raw_data(),
+                             static_cast<size_t>(c.input.numel()), nccl_dtype(info.dtype), comm_,
+                             stream_);
       case OpKind::ReduceScatter:
         return ncclReduceScatter(c.input.raw_data(), c.output.raw_data(),
                                  static_cast<size_t>(c.output.numel()), nccl_dtype(info.dtype),
@@ -207,18 +221,21 @@ class NcclGroup : public ProcessGroup {
           if (query != ncclSuccess) {
             failure = detail::concat("NCCL: ", ncclGetErrorString(query));
           } else if (state != ncclSuccess && state != ncclInProgress) {
-            failure = detail::concat("NCCL: ", ncclGetErrorString(state), " (", ncclGetLastError(comm_), ")");
+            failure = detail::concat("NCCL: ", ncclGetErrorString(state), " (",
+                                     ncclGetLastError(comm_), ")");
           }
           return state != ncclInProgress || !failure.empty();
         },
         deadline, [&] { return is_aborted() || (cancel && cancel->load()); });
     if (!failure.empty()) return failure;
     switch (end) {
-      case PollEnd::Finished: return {};
+      case PollEnd::Finished:
+        return {};
       case PollEnd::Stopped:
         return is_aborted() ? detail::concat("the group was aborted: ", abort_reason())
                             : std::string("another rank failed first");
-      case PollEnd::TimedOut: break;
+      case PollEnd::TimedOut:
+        break;
     }
     return "timed out (the group's timeout): a rank never joined or stopped answering";
   }
@@ -229,8 +246,9 @@ class NcclGroup : public ProcessGroup {
   static void warn_if_blocking_forced() {
     const char* v = std::getenv("NCCL_COMM_BLOCKING");
     if (v != nullptr && std::strcmp(v, "1") == 0) {
-      std::cerr << "loom.dist: NCCL_COMM_BLOCKING=1 makes NCCL's calls blocking: the group's timeout "
-                   "and abort can no longer end a collective whose peer never arrives (unset it)\n";
+      std::cerr
+          << "loom.dist: NCCL_COMM_BLOCKING=1 makes NCCL's calls blocking: the group's timeout "
+             "and abort can no longer end a collective whose peer never arrives (unset it)\n";
     }
   }
 
@@ -312,7 +330,7 @@ class NcclGroup : public ProcessGroup {
   cuda::StreamHandle stream_ = nullptr;  // the communication stream
   ncclComm_t comm_ = nullptr;
   Tensor barrier_buffer_;
-  std::unique_ptr<cuda::Event> ready_;                  // the caller's stream, at each collective
+  std::unique_ptr<cuda::Event> ready_;                // the caller's stream, at each collective
   std::vector<std::shared_ptr<cuda::Event>> events_;  // each collective's completion (start() only)
   size_t next_event_ = 0;
 
@@ -320,8 +338,8 @@ class NcclGroup : public ProcessGroup {
   bool comm_aborted_ = false;
 
   std::optional<StoreAbortSignal> abort_signal_;  // processes: the job's store tells the others
-  Clock::time_point next_store_poll_{};            // the watchdog's thread only
-  std::unique_ptr<Watchdog> watchdog_;             // last: it calls into everything above
+  Clock::time_point next_store_poll_{};           // the watchdog's thread only
+  std::unique_ptr<Watchdog> watchdog_;            // last: it calls into everything above
 };
 
 }  // namespace
@@ -338,7 +356,8 @@ GroupPtr make_nccl_group(const NcclId& id, int rank, int size, int device,
                          const GroupOptions& options, const std::atomic<bool>* cancel,
                          std::shared_ptr<Store> store) {
   LOOM_CHECK(size >= 1, "make_nccl_group: world size must be at least 1, got ", size);
-  LOOM_CHECK(rank >= 0 && rank < size, "make_nccl_group: rank ", rank, " is outside [0, ", size, ")");
+  LOOM_CHECK(rank >= 0 && rank < size, "make_nccl_group: rank ", rank, " is outside [0, ", size,
+             ")");
   LOOM_CHECK(device >= 0 && device < cuda_device_count(), "make_nccl_group: rank ", rank,
              " asks for cuda:", device, " but ", cuda_device_count(), " CUDA devices are visible");
   return std::make_shared<NcclGroup>(id, rank, size, device, options, cancel, std::move(store));

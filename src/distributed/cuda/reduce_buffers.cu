@@ -1,8 +1,7 @@
 // reduce_buffers_cuda: the rank-order fold of reduce_buffers.h as one kernel per eight ranks.
-#include "loom/distributed/reduce_buffers.h"
-
 #include <algorithm>
 
+#include "loom/distributed/reduce_buffers.h"
 #include "loom/tensor/cuda/check.h"
 
 namespace loom::dist {

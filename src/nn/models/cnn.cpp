@@ -41,6 +41,8 @@ std::shared_ptr<Sequential> classic_cnn(int64_t num_outputs, Init init, Generato
   return model;
 }
 
-std::shared_ptr<Sequential> classic_cnn(Init init, Generator* gen) { return classic_cnn(1, init, gen); }
+std::shared_ptr<Sequential> classic_cnn(Init init, Generator* gen) {
+  return classic_cnn(1, init, gen);
+}
 
 }  // namespace loom::nn

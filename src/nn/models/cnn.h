@@ -21,15 +21,19 @@ namespace loom::nn {
 //   Dense(3200, 128)              -> [128]          409,728 params   ReLU
 //   Dense(128, 1)                 -> [1]            129 params       (logit)
 // 410,753 parameters with one output (129 more per further output).
-std::shared_ptr<Sequential> seed_cnn(int64_t num_outputs, Init init = Init::Keras, Generator* gen = nullptr);
-std::shared_ptr<Sequential> seed_cnn(Init init = Init::Keras, Generator* gen = nullptr);  // one output
+std::shared_ptr<Sequential> seed_cnn(int64_t num_outputs, Init init = Init::Keras,
+                                     Generator* gen = nullptr);
+std::shared_ptr<Sequential> seed_cnn(Init init = Init::Keras,
+                                     Generator* gen = nullptr);  // one output
 
 // The common two-convolution tutorial CNN, 'valid' padding:
 //   Conv2d(3, 32, 3x3)  -> [32, 62, 62]  896 params     ReLU,  MaxPool2d(2) -> [32, 31, 31]
 //   Conv2d(32, 32, 3x3) -> [32, 29, 29]  9,248 params   ReLU,  MaxPool2d(2) -> [32, 14, 14]
 //   Flatten -> [6272],  Dense(6272, 128) 802,944 params ReLU,  Dense(128, 1) 129 params
 // 813,217 parameters with one output (129 more per further output).
-std::shared_ptr<Sequential> classic_cnn(int64_t num_outputs, Init init = Init::Keras, Generator* gen = nullptr);
-std::shared_ptr<Sequential> classic_cnn(Init init = Init::Keras, Generator* gen = nullptr);  // one output
+std::shared_ptr<Sequential> classic_cnn(int64_t num_outputs, Init init = Init::Keras,
+                                        Generator* gen = nullptr);
+std::shared_ptr<Sequential> classic_cnn(Init init = Init::Keras,
+                                        Generator* gen = nullptr);  // one output
 
 }  // namespace loom::nn

@@ -58,7 +58,8 @@ struct BasicBlockConfig {
 BasicBlockConfig parse_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "BasicBlock spec");
   const JsonObject c(j, "BasicBlock spec");
-  return {c.integer("in_channels", 1, kMaxSpecInteger), c.integer("out_channels", 1, kMaxSpecInteger),
+  return {c.integer("in_channels", 1, kMaxSpecInteger),
+          c.integer("out_channels", 1, kMaxSpecInteger),
           c.integer("stride", 1, kMaxSpecInteger, 1)};
 }
 
@@ -73,7 +74,8 @@ std::shared_ptr<BasicBlock> BasicBlock::from_config(const std::string& config_js
 std::vector<StateEntry> BasicBlock::state_of_config(const std::string& config_json) {
   const BasicBlockConfig c = parse_config(config_json);
   const int64_t in = c.in_channels, out = c.out_channels;
-  const std::vector<StateEntry> bn = BatchNorm2d::state_of_config(nlohmann::json{{"num_features", out}}.dump());
+  const std::vector<StateEntry> bn =
+      BatchNorm2d::state_of_config(nlohmann::json{{"num_features", out}}.dump());
   std::vector<StateEntry> state;
   auto add = [&](const std::string& prefix, const std::vector<StateEntry>& entries) {
     for (const StateEntry& e : entries) state.push_back({prefix + e.name, e.shape, e.dtype});

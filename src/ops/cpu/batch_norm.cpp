@@ -17,23 +17,29 @@ T* ptr_or_null(const Tensor& t) {
 // For each channel c: term(i, a, b) over its elements i, then finish(c, a, b).
 template <typename Term, typename Finish>
 void channel_reduce(const BnGeometry& g, Term term, Finish finish) {
-  parallel_for(g.c, [&](int64_t c) {
-    double a = 0.0, b = 0.0;
-    for (int64_t n = 0; n < g.n; ++n) {
-      const int64_t base = (n * g.c + c) * g.inner;
-      for (int64_t k = 0; k < g.inner; ++k) term(base + k, a, b);
-    }
-    finish(c, a, b);
-  }, /*grain=*/1);
+  parallel_for(
+      g.c,
+      [&](int64_t c) {
+        double a = 0.0, b = 0.0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const int64_t base = (n * g.c + c) * g.inner;
+          for (int64_t k = 0; k < g.inner; ++k) term(base + k, a, b);
+        }
+        finish(c, a, b);
+      },
+      /*grain=*/1);
 }
 
 // Runs body(i, channel) over every element.
 template <typename Body>
 void for_each_element(const BnGeometry& g, Body body) {
-  parallel_for(g.n * g.c, [&](int64_t nc) {
-    const int64_t c = nc % g.c;
-    for (int64_t k = 0; k < g.inner; ++k) body(nc * g.inner + k, c);
-  }, /*grain=*/std::max<int64_t>(1, kParallelGrain / g.inner));
+  parallel_for(
+      g.n * g.c,
+      [&](int64_t nc) {
+        const int64_t c = nc % g.c;
+        for (int64_t k = 0; k < g.inner; ++k) body(nc * g.inner + k, c);
+      },
+      /*grain=*/std::max<int64_t>(1, kParallelGrain / g.inner));
 }
 
 }  // namespace
@@ -49,8 +55,14 @@ void cpu_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& me
     ch.running_var = ptr_or_null<P>(running_var);
     const scalar_t* xp = x.data_ptr<scalar_t>();
     channel_reduce(
-        g, [&](int64_t i, double& s, double& ss) { const double v = xp[i]; s += v, ss += v * v; },
-        [&](int64_t c, double s, double ss) { bn_finish_stats(ch, c, s, ss, g.count(), momentum, eps); });
+        g,
+        [&](int64_t i, double& s, double& ss) {
+          const double v = xp[i];
+          s += v, ss += v * v;
+        },
+        [&](int64_t c, double s, double ss) {
+          bn_finish_stats(ch, c, s, ss, g.count(), momentum, eps);
+        });
   });
 }
 
@@ -96,10 +108,13 @@ void cpu_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry
     P* dw = ptr_or_null<P>(grad_weight);
     P* db = ptr_or_null<P>(grad_bias);
     std::vector<P> coefficients(3 * g.c);
-    const BnGradCoefficients<P> k{coefficients.data(), coefficients.data() + g.c, coefficients.data() + 2 * g.c};
+    const BnGradCoefficients<P> k{coefficients.data(), coefficients.data() + g.c,
+                                  coefficients.data() + 2 * g.c};
     channel_reduce(
         g,
-        [&](int64_t i, double& a, double& b) { bn_add_grad_terms(ch, g.channel_of(i), xp[i], gp[i], relu, a, b); },
+        [&](int64_t i, double& a, double& b) {
+          bn_add_grad_terms(ch, g.channel_of(i), xp[i], gp[i], relu, a, b);
+        },
         [&](int64_t c, double a, double b) {
           bn_finish_grad(ch, k, c, a, b, g.count());
           bn_param_grads(ch, c, a, b, dw, db);

@@ -33,7 +33,8 @@ bool is_pointwise(const ConvGeometry& g) {
 
 // Outputs [lo, hi) along one axis whose tap at `first` (= tap * dilation - pad) lands inside
 // an input of length `in`: 0 <= o * stride + first < in.
-void inside_range(int64_t in, int64_t out, int64_t stride, int64_t first, int64_t& lo, int64_t& hi) {
+void inside_range(int64_t in, int64_t out, int64_t stride, int64_t first, int64_t& lo,
+                  int64_t& hi) {
   lo = first >= 0 ? 0 : (-first + stride - 1) / stride;
   hi = in - first <= 0 ? 0 : (in - first + stride - 1) / stride;
   hi = std::min(hi, out);
@@ -70,7 +71,8 @@ void im2col(const T* image, T* col, const ConvGeometry& g) {
   const int64_t sw = g.stride_w, ow = g.ow;
   for_each_col_segment(g, [&](int64_t c, int64_t x, int64_t lo, int64_t hi) {
     T* dst = col + c;
-    // Most segments have no padding: skip the fill calls (each a memset) rather than make empty ones.
+    // Most segments have no padding: skip the fill calls (each a memset) rather than make empty
+    // ones.
     if (lo > 0) std::fill(dst, dst + lo, T(0));
     const T* src = image + x;
     for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * sw];
@@ -99,17 +101,20 @@ void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Te
   T* yp = out.data_ptr<T>();
   const ConstMatMap<T> w(weight.data_ptr<T>(), g.o, ckk);
   const bool pointwise = is_pointwise(g);
-  parallel_chunks(g.n, [&](int64_t, int64_t begin, int64_t end) {
-    const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : ckk * ohw);
-    for (int64_t n = begin; n < end; ++n) {
-      const T* image = xp + n * g.c * g.h * g.w;
-      if (!pointwise) im2col(image, col.get(), g);
-      MatMap<T> y(yp + n * g.o * ohw, g.o, ohw);
-      // [o, ckk] x [ckk, oh*ow] -> [o, oh*ow]
-      y.noalias() = w * ConstMatMap<T>(pointwise ? image : col.get(), ckk, ohw);
-      if (bp) y.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(bp, g.o);
-    }
-  }, /*grain=*/1);
+  parallel_chunks(
+      g.n,
+      [&](int64_t, int64_t begin, int64_t end) {
+        const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : ckk * ohw);
+        for (int64_t n = begin; n < end; ++n) {
+          const T* image = xp + n * g.c * g.h * g.w;
+          if (!pointwise) im2col(image, col.get(), g);
+          MatMap<T> y(yp + n * g.o * ohw, g.o, ohw);
+          // [o, ckk] x [ckk, oh*ow] -> [o, oh*ow]
+          y.noalias() = w * ConstMatMap<T>(pointwise ? image : col.get(), ckk, ohw);
+          if (bp) y.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(bp, g.o);
+        }
+      },
+      /*grain=*/1);
 }
 
 template <typename T>
@@ -123,26 +128,30 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Con
   const bool need_input = grads.input.defined(), need_weight = grads.weight.defined();
   T* dxp = need_input ? grads.input.data_ptr<T>() : nullptr;
   std::vector<RowMajor<T>> partial_dw(need_weight ? parallel_threads() : 0);
-  const int64_t chunks = parallel_chunks(g.n, [&](int64_t k, int64_t begin, int64_t end) {
-    const std::unique_ptr<T[]> col = scratch<T>(pointwise || !need_weight ? 0 : ckk * ohw);
-    const std::unique_ptr<T[]> dcol = scratch<T>(pointwise || !need_input ? 0 : ckk * ohw);
-    if (need_weight) partial_dw[k] = RowMajor<T>::Zero(g.o, ckk);
-    for (int64_t n = begin; n < end; ++n) {
-      const T* image = xp + n * g.c * g.h * g.w;
-      const ConstMatMap<T> dy_n(dyp + n * g.o * ohw, g.o, ohw);
-      if (need_weight) {
-        if (!pointwise) im2col(image, col.get(), g);
-        // [o, oh*ow] x [oh*ow, ckk] -> [o, ckk]
-        partial_dw[k].noalias() += dy_n * ConstMatMap<T>(pointwise ? image : col.get(), ckk, ohw).transpose();
-      }
-      if (need_input) {
-        T* dx_n = dxp + n * g.c * g.h * g.w;
-        // [ckk, o] x [o, oh*ow] -> [ckk, oh*ow]
-        MatMap<T>(pointwise ? dx_n : dcol.get(), ckk, ohw).noalias() = w.transpose() * dy_n;
-        if (!pointwise) col2im(dcol.get(), dx_n, g);
-      }
-    }
-  }, /*grain=*/1);
+  const int64_t chunks = parallel_chunks(
+      g.n,
+      [&](int64_t k, int64_t begin, int64_t end) {
+        const std::unique_ptr<T[]> col = scratch<T>(pointwise || !need_weight ? 0 : ckk * ohw);
+        const std::unique_ptr<T[]> dcol = scratch<T>(pointwise || !need_input ? 0 : ckk * ohw);
+        if (need_weight) partial_dw[k] = RowMajor<T>::Zero(g.o, ckk);
+        for (int64_t n = begin; n < end; ++n) {
+          const T* image = xp + n * g.c * g.h * g.w;
+          const ConstMatMap<T> dy_n(dyp + n * g.o * ohw, g.o, ohw);
+          if (need_weight) {
+            if (!pointwise) im2col(image, col.get(), g);
+            // [o, oh*ow] x [oh*ow, ckk] -> [o, ckk]
+            partial_dw[k].noalias() +=
+                dy_n * ConstMatMap<T>(pointwise ? image : col.get(), ckk, ohw).transpose();
+          }
+          if (need_input) {
+            T* dx_n = dxp + n * g.c * g.h * g.w;
+            // [ckk, o] x [o, oh*ow] -> [ckk, oh*ow]
+            MatMap<T>(pointwise ? dx_n : dcol.get(), ckk, ohw).noalias() = w.transpose() * dy_n;
+            if (!pointwise) col2im(dcol.get(), dx_n, g);
+          }
+        }
+      },
+      /*grain=*/1);
   if (need_weight) {
     // Summed in chunk order, so the result does not depend on thread timing.
     MatMap<T> dw(grads.weight.data_ptr<T>(), g.o, ckk);
@@ -151,14 +160,19 @@ void backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Con
   }
   if (grads.bias.defined()) {
     T* db = grads.bias.data_ptr<T>();
-    parallel_for(g.o, [&](int64_t o) {
-      // Each image's plane is summed by Eigen (vectorised), the planes in double.
-      double s = 0.0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        s += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(dyp + (n * g.o + o) * ohw, ohw).sum();
-      }
-      db[o] = static_cast<T>(s);
-    }, /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.n * ohw)));
+    parallel_for(
+        g.o,
+        [&](int64_t o) {
+          // Each image's plane is summed by Eigen (vectorised), the planes in double.
+          double s = 0.0;
+          for (int64_t n = 0; n < g.n; ++n) {
+            s += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(dyp + (n * g.o + o) * ohw,
+                                                                       ohw)
+                     .sum();
+          }
+          db[o] = static_cast<T>(s);
+        },
+        /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.n * ohw)));
   }
 }
 

@@ -1,7 +1,7 @@
 // dropout's mask application on the CPU.
-#include "loom/ops/dropout_backend.h"
 #include <type_traits>
 
+#include "loom/ops/dropout_backend.h"
 #include "loom/tensor/parallel.h"
 
 namespace loom::detail {

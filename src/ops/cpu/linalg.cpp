@@ -56,8 +56,9 @@ void cpu_gemm(const MatrixOperand& a, const MatrixOperand& b, const Tensor& out)
     const int64_t macs = n * m * k;
     if (a.batch >= threads || macs < kParallelMacs) {
       // Threads over the batch once it holds enough work in all.
-      parallel_for(a.batch, [&](int64_t i) { product_block(a, b, c, i, 0, n, 0, m); },
-                   /*grain=*/std::max<int64_t>(1, kParallelMacs / std::max<int64_t>(1, macs)));
+      parallel_for(
+          a.batch, [&](int64_t i) { product_block(a, b, c, i, 0, n, 0, m); },
+          /*grain=*/std::max<int64_t>(1, kParallelMacs / std::max<int64_t>(1, macs)));
       return;
     }
     // Fewer matrices than threads: split the longer side of each output; blocks of 16 rows
@@ -66,11 +67,16 @@ void cpu_gemm(const MatrixOperand& a, const MatrixOperand& b, const Tensor& out)
     const int64_t side = by_rows ? n : m;
     const int64_t tiles = (side + 15) / 16;
     for (int64_t i = 0; i < a.batch; ++i) {
-      parallel_chunks(tiles, [&](int64_t, int64_t t0, int64_t t1) {
-        const int64_t lo = t0 * 16, hi = std::min(side, t1 * 16);
-        if (by_rows) product_block(a, b, c, i, lo, hi, 0, m);
-        else product_block(a, b, c, i, 0, n, lo, hi);
-      }, /*grain=*/1);
+      parallel_chunks(
+          tiles,
+          [&](int64_t, int64_t t0, int64_t t1) {
+            const int64_t lo = t0 * 16, hi = std::min(side, t1 * 16);
+            if (by_rows)
+              product_block(a, b, c, i, lo, hi, 0, m);
+            else
+              product_block(a, b, c, i, 0, n, lo, hi);
+          },
+          /*grain=*/1);
     }
   });
 }

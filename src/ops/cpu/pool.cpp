@@ -17,11 +17,14 @@ namespace {
 template <typename Body>
 void for_each_cell(int64_t planes, int64_t rows, int64_t cols, Body body) {
   const int64_t cells = std::max<int64_t>(1, rows * cols);
-  parallel_for(planes, [&](int64_t p) {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) body(p, r, c);
-    }
-  }, /*grain=*/std::max<int64_t>(1, kParallelGrain / cells));
+  parallel_for(
+      planes,
+      [&](int64_t p) {
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) body(p, r, c);
+        }
+      },
+      /*grain=*/std::max<int64_t>(1, kParallelGrain / cells));
 }
 
 // An axis's max-pool windows, found once per call rather than once per output.
@@ -76,16 +79,19 @@ void cpu_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const Po
       const scalar_t* dy = grad.data_ptr<scalar_t>();
       const W* off = offsets.data_ptr<W>();
       scalar_t* dx = grad_input.data_ptr<scalar_t>();
-      parallel_for(g.planes, [&](int64_t p) {
-        scalar_t* plane = dx + p * in_plane;
-        std::fill(plane, plane + in_plane, scalar_t(0));
-        for (int64_t oy = 0, o = p * out_plane; oy < g.y.out; ++oy) {
-          const int64_t row = max_pool_corner<int64_t>(g, oy, 0);
-          for (int64_t ox = 0; ox < g.x.out; ++ox, ++o) {
-            plane[row + ox * g.x.stride + taps[off[o]]] += dy[o];
-          }
-        }
-      }, /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_plane)));
+      parallel_for(
+          g.planes,
+          [&](int64_t p) {
+            scalar_t* plane = dx + p * in_plane;
+            std::fill(plane, plane + in_plane, scalar_t(0));
+            for (int64_t oy = 0, o = p * out_plane; oy < g.y.out; ++oy) {
+              const int64_t row = max_pool_corner<int64_t>(g, oy, 0);
+              for (int64_t ox = 0; ox < g.x.out; ++ox, ++o) {
+                plane[row + ox * g.x.stride + taps[off[o]]] += dy[o];
+              }
+            }
+          },
+          /*grain=*/std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_plane)));
     });
   });
 }

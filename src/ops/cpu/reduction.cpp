@@ -17,21 +17,25 @@ constexpr int64_t kMaxChunksPerRow = 64;
 template <typename T, typename Op, typename Sink>
 void reduce_rows(const T* in, int64_t rows, int64_t length, const Op& op, const Sink& sink) {
   using acc_t = typename Op::acc_t;
-  const int64_t chunks =
-      rows >= kMaxChunksPerRow ? 1 : std::clamp<int64_t>(length / kParallelGrain, 1, kMaxChunksPerRow);
+  const int64_t chunks = rows >= kMaxChunksPerRow
+                             ? 1
+                             : std::clamp<int64_t>(length / kParallelGrain, 1, kMaxChunksPerRow);
   const int64_t chunk_len = (length + chunks - 1) / chunks;
   std::vector<acc_t> partial(static_cast<size_t>(rows * chunks));
   // parallel_for's grain counts iterations; here one iteration is a whole chunk.
   const int64_t grain = rows * length > kParallelGrain ? 0 : std::numeric_limits<int64_t>::max();
-  parallel_for(rows * chunks, [&](int64_t v) {
-    const int64_t row = v / chunks;
-    const int64_t begin = (v % chunks) * chunk_len;
-    const int64_t end = std::min(length, begin + chunk_len);
-    const T* x = in + row * length;
-    acc_t acc = op.identity();
-    for (int64_t j = begin; j < end; ++j) acc = op.combine(acc, op.make(x[j], j));
-    partial[v] = acc;
-  }, grain);
+  parallel_for(
+      rows * chunks,
+      [&](int64_t v) {
+        const int64_t row = v / chunks;
+        const int64_t begin = (v % chunks) * chunk_len;
+        const int64_t end = std::min(length, begin + chunk_len);
+        const T* x = in + row * length;
+        acc_t acc = op.identity();
+        for (int64_t j = begin; j < end; ++j) acc = op.combine(acc, op.make(x[j], j));
+        partial[v] = acc;
+      },
+      grain);
   for (int64_t row = 0; row < rows; ++row) {
     acc_t acc = op.identity();
     for (int64_t c = 0; c < chunks; ++c) acc = op.combine(acc, partial[row * chunks + c]);

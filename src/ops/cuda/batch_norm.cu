@@ -23,7 +23,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-int64_t blocks_for(int64_t n) { return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32); }
+int64_t blocks_for(int64_t n) {
+  return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32);
+}
 
 // 32-bit element indices (cheaper channel_of divisions) when i + the grid stride fits.
 bool fits_int32(int64_t n) {
@@ -85,7 +87,8 @@ struct GradFinish {
 template <typename T>
 __global__ void eval_stats_kernel(const T* running_mean, const T* running_var, double eps, T* mean,
                                   T* invstd, int64_t c) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < c; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < c;
+       i += int64_t(gridDim.x) * blockDim.x) {
     mean[i] = running_mean[i];
     invstd[i] = static_cast<T>(1.0 / sqrt(static_cast<double>(running_var[i]) + eps));
   }
@@ -105,8 +108,9 @@ __global__ void apply_kernel(const T* x, BnChannels<P> ch, BnGeometry g, bool re
 }
 
 template <typename I, typename T, typename P>
-__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGradCoefficients<P> k,
-                                  BnGeometry g, bool training, bool relu, T* dx, I n) {
+__global__ void grad_input_kernel(const T* x, const T* dy, BnChannels<P> ch,
+                                  BnGradCoefficients<P> k, BnGeometry g, bool training, bool relu,
+                                  T* dx, I n) {
   const I inner = static_cast<I>(g.channel_run()), channels = static_cast<I>(g.c);
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(gridDim.x) * I(blockDim.x)) {
     dx[i] = bn_grad_input_at(ch, k, channel_at(i, inner, channels), x[i], dy[i], training, relu);
@@ -132,25 +136,30 @@ __device__ __forceinline__ I first_channel(I i0, I inner, I channels) {
 }
 
 template <bool kCL, typename I, typename T, typename P>
-__global__ void apply_vec_kernel(const T* x, BnChannels<P> ch, BnGeometry g, bool relu, T* out, I vectors) {
+__global__ void apply_vec_kernel(const T* x, BnChannels<P> ch, BnGeometry g, bool relu, T* out,
+                                 I vectors) {
   using Pack = Pack16<T>;
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
-  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors; v += I(gridDim.x) * I(blockDim.x)) {
+  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors;
+       v += I(gridDim.x) * I(blockDim.x)) {
     const I c0 = first_channel<kCL>(v * Pack::kSize, inner, channels);
     const Pack in = reinterpret_cast<const Pack*>(x)[v];
     Pack o;
 #pragma unroll
-    for (int k = 0; k < Pack::kSize; ++k) o.v[k] = bn_apply_at(ch, kCL ? c0 + k : c0, in.v[k], relu);
+    for (int k = 0; k < Pack::kSize; ++k)
+      o.v[k] = bn_apply_at(ch, kCL ? c0 + k : c0, in.v[k], relu);
     reinterpret_cast<Pack*>(out)[v] = o;
   }
 }
 
 template <bool kCL, typename I, typename T, typename P>
-__global__ void grad_input_vec_kernel(const T* x, const T* dy, BnChannels<P> ch, BnGradCoefficients<P> k,
-                                      BnGeometry g, bool training, bool relu, T* dx, I vectors) {
+__global__ void grad_input_vec_kernel(const T* x, const T* dy, BnChannels<P> ch,
+                                      BnGradCoefficients<P> k, BnGeometry g, bool training,
+                                      bool relu, T* dx, I vectors) {
   using Pack = Pack16<T>;
   const I inner = static_cast<I>(g.inner), channels = static_cast<I>(g.c);
-  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors; v += I(gridDim.x) * I(blockDim.x)) {
+  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors;
+       v += I(gridDim.x) * I(blockDim.x)) {
     const I c0 = first_channel<kCL>(v * Pack::kSize, inner, channels);
     const Pack xs = reinterpret_cast<const Pack*>(x)[v], dys = reinterpret_cast<const Pack*>(dy)[v];
     Pack o;
@@ -175,8 +184,8 @@ void cuda_batch_norm_stats(const Tensor& x, const BnGeometry& g, const Tensor& m
     finish.ch.running_mean = ptr_or_null<P>(running_mean);
     finish.ch.running_var = ptr_or_null<P>(running_var);
     finish.count = g.count(), finish.momentum = momentum, finish.eps = eps;
-    channel_reduce(layout(g), MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()}, finish, x.device().index,
-                   stream_of(x));
+    channel_reduce(layout(g), MomentsTerm<scalar_t>{x.data_ptr<scalar_t>()}, finish,
+                   x.device().index, stream_of(x));
   });
 }
 
@@ -186,15 +195,15 @@ void cuda_batch_norm_eval_stats(const Tensor& running_mean, const Tensor& runnin
   const int64_t c = mean.numel();
   LOOM_DISPATCH_FLOATING(mean.dtype(), "batch_norm", [&] {
     eval_stats_kernel<<<blocks_for(c), kThreads, 0, stream_of(mean)>>>(
-        running_mean.data_ptr<scalar_t>(), running_var.data_ptr<scalar_t>(), eps, mean.data_ptr<scalar_t>(),
-        invstd.data_ptr<scalar_t>(), c);
+        running_mean.data_ptr<scalar_t>(), running_var.data_ptr<scalar_t>(), eps,
+        mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), c);
     LOOM_CUDA_KERNEL_CHECK();
   });
 }
 
 void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& mean,
-                           const Tensor& invstd, const Tensor& weight, const Tensor& bias, bool relu,
-                           const Tensor& out) {
+                           const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                           bool relu, const Tensor& out) {
   cuda::DeviceGuard guard(x.device().index);
   const int64_t n = x.numel();
   LOOM_DISPATCH_FLOATING_AND_BF16(x.dtype(), "batch_norm", [&] {
@@ -207,14 +216,15 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
     if (vectorisable<scalar_t>(g, {xd, od}) && fits_int32(n)) {
       const int32_t vectors = static_cast<int32_t>(n / Pack16<scalar_t>::kSize);
       with_channels_last(g.channels_last, [&](auto cl) {
-        apply_vec_kernel<decltype(cl)::value><<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu,
-                                                                                                  od, vectors);
+        apply_vec_kernel<decltype(cl)::value>
+            <<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od, vectors);
         LOOM_CUDA_KERNEL_CHECK();
       });
       return;
     }
     if (fits_int32(n)) {
-      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od, static_cast<int32_t>(n));
+      apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od,
+                                                                 static_cast<int32_t>(n));
     } else {
       apply_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, ch, g, relu, od, n);
     }
@@ -224,8 +234,9 @@ void cuda_batch_norm_apply(const Tensor& x, const BnGeometry& g, const Tensor& m
 
 void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometry& g,
                               const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                              const Tensor& bias, bool relu, bool training, const Tensor& grad_input,
-                              const Tensor& grad_weight, const Tensor& grad_bias) {
+                              const Tensor& bias, bool relu, bool training,
+                              const Tensor& grad_input, const Tensor& grad_weight,
+                              const Tensor& grad_bias) {
   cuda::DeviceGuard guard(x.device().index);
   // The input gradient's per-channel coefficients, from the caching allocator.
   const Tensor coefficients = empty({3, g.c}, mean.options());
@@ -239,22 +250,24 @@ void cuda_batch_norm_backward(const Tensor& dy, const Tensor& x, const BnGeometr
     const BnGradCoefficients<P> k{kp, kp + g.c, kp + 2 * g.c};
     const scalar_t *xd = x.data_ptr<scalar_t>(), *dyd = dy.data_ptr<scalar_t>();
     const GradTerm<scalar_t, P> term{xd, dyd, ch, relu};
-    const GradFinish<P> finish{ch, k, g.count(), ptr_or_null<P>(grad_weight), ptr_or_null<P>(grad_bias)};
+    const GradFinish<P> finish{ch, k, g.count(), ptr_or_null<P>(grad_weight),
+                               ptr_or_null<P>(grad_bias)};
     channel_reduce(layout(g), term, finish, x.device().index, stream_of(x));
     if (!grad_input.defined()) return;
     scalar_t* dxd = grad_input.data_ptr<scalar_t>();
     if (vectorisable<scalar_t>(g, {xd, dyd, dxd}) && fits_int32(n)) {
       const int32_t vectors = static_cast<int32_t>(n / Pack16<scalar_t>::kSize);
       with_channels_last(g.channels_last, [&](auto cl) {
-        grad_input_vec_kernel<decltype(cl)::value><<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(
-            xd, dyd, ch, k, g, training, relu, dxd, vectors);
+        grad_input_vec_kernel<decltype(cl)::value>
+            <<<blocks_for(vectors), kThreads, 0, stream_of(x)>>>(xd, dyd, ch, k, g, training, relu,
+                                                                 dxd, vectors);
         LOOM_CUDA_KERNEL_CHECK();
       });
       return;
     }
     auto launch = [&](auto count) {
-      grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, dyd, ch, k, g, training, relu, dxd,
-                                                                       count);
+      grad_input_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(xd, dyd, ch, k, g, training,
+                                                                      relu, dxd, count);
       LOOM_CUDA_KERNEL_CHECK();
     };
     if (fits_int32(n)) {

@@ -37,7 +37,8 @@ cublasHandle_t blas_handle(int device) {
   if (it == handles.by_device.end()) {
     DeviceGuard guard(device);
     cublasHandle_t handle = nullptr;
-    LOOM_LIBRARY_CHECK("cuBLAS", cublasCreate(&handle), CUBLAS_STATUS_SUCCESS, cublasGetStatusString);
+    LOOM_LIBRARY_CHECK("cuBLAS", cublasCreate(&handle), CUBLAS_STATUS_SUCCESS,
+                       cublasGetStatusString);
     const cublasMath_t mode = tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
     LOOM_LIBRARY_CHECK("cuBLAS", cublasSetMathMode(handle, mode), CUBLAS_STATUS_SUCCESS,
                        cublasGetStatusString);

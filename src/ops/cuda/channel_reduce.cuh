@@ -121,7 +121,8 @@ __global__ void combine_kernel(int64_t channels, int64_t chunks, const double* p
   for (int64_t c = blockIdx.x * int64_t(kCombineWarps) + threadIdx.x / 32; c < channels;
        c += int64_t(gridDim.x) * kCombineWarps) {
     double a = 0.0, b = 0.0;
-    for (int64_t k = lane; k < chunks; k += 32) a += partial_a[c * chunks + k], b += partial_b[c * chunks + k];
+    for (int64_t k = lane; k < chunks; k += 32)
+      a += partial_a[c * chunks + k], b += partial_b[c * chunks + k];
     for (int offset = 16; offset > 0; offset /= 2) {
       a += __shfl_down_sync(0xffffffffu, a, offset);
       b += __shfl_down_sync(0xffffffffu, b, offset);
@@ -139,19 +140,21 @@ void launch(const ChannelLayout& g, const Term& term, const Finish& finish, int 
   // each of its threads reading a kTileRows-th of the chunk's rows.
   const int64_t tiles = g.channels_last ? ceil_div(g.c, kTileChannels) : g.c;
   const int64_t per_block = g.channels_last ? kTileRows * kMinPerThread : kThreads * kMinPerThread;
-  const int64_t chunks = std::clamp<int64_t>(std::min(ceil_div(target_blocks, tiles), ceil_div(m, per_block)), 1, 65535);
+  const int64_t chunks = std::clamp<int64_t>(
+      std::min(ceil_div(target_blocks, tiles), ceil_div(m, per_block)), 1, 65535);
   const int64_t chunk_len = std::max<int64_t>(ceil_div(m, chunks), 1);
   // An empty channel still gets one block, which finishes it with zero sums.
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::max<int64_t>(ceil_div(m, chunk_len), 1)));
+  const dim3 grid(static_cast<unsigned>(tiles),
+                  static_cast<unsigned>(std::max<int64_t>(ceil_div(m, chunk_len), 1)));
   const dim3 block = g.channels_last ? dim3(kTileChannels, kTileRows) : dim3(kThreads);
   auto run_partial = [&](auto final, double* partial_a, double* partial_b) {
     constexpr bool kFinal = decltype(final)::value;
     if (g.channels_last) {
-      rows_partial_kernel<kFinal, I><<<grid, block, 0, stream>>>(g, static_cast<I>(chunk_len), term, finish,
-                                                                  partial_a, partial_b);
+      rows_partial_kernel<kFinal, I><<<grid, block, 0, stream>>>(g, static_cast<I>(chunk_len), term,
+                                                                 finish, partial_a, partial_b);
     } else {
-      partial_kernel<kFinal, I><<<grid, block, 0, stream>>>(g, static_cast<I>(chunk_len), term, finish,
-                                                             partial_a, partial_b);
+      partial_kernel<kFinal, I><<<grid, block, 0, stream>>>(g, static_cast<I>(chunk_len), term,
+                                                            finish, partial_a, partial_b);
     }
     LOOM_CUDA_KERNEL_CHECK();
   };
@@ -161,12 +164,15 @@ void launch(const ChannelLayout& g, const Term& term, const Finish& finish, int 
   }
   // Scratch from the caching allocator on this stream: freeing it at scope exit is safe, a later
   // user of the block is ordered after these kernels on the same stream.
-  const Tensor scratch = empty({2, g.c * grid.y}, TensorOptions(kFloat64).device(cuda_device(device)));
+  const Tensor scratch =
+      empty({2, g.c * grid.y}, TensorOptions(kFloat64).device(cuda_device(device)));
   double* partial_a = scratch.data_ptr<double>();
   double* partial_b = partial_a + g.c * grid.y;
   run_partial(std::false_type{}, partial_a, partial_b);
-  const unsigned combine_blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(g.c, kCombineWarps), 65535));
-  combine_kernel<<<combine_blocks, kThreads, 0, stream>>>(g.c, int64_t(grid.y), partial_a, partial_b, finish);
+  const unsigned combine_blocks =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(g.c, kCombineWarps), 65535));
+  combine_kernel<<<combine_blocks, kThreads, 0, stream>>>(g.c, int64_t(grid.y), partial_a,
+                                                          partial_b, finish);
   LOOM_CUDA_KERNEL_CHECK();
 }
 
@@ -177,7 +183,8 @@ void launch(const ChannelLayout& g, const Term& term, const Finish& finish, int 
 template <typename Term, typename Finish>
 void channel_reduce(const ChannelLayout& g, const Term& term, const Finish& finish, int device,
                     cudaStream_t stream) {
-  LOOM_ASSERT(g.c >= 1 && g.c <= std::numeric_limits<int32_t>::max(), "channel_reduce: ", g.c, " channels");
+  LOOM_ASSERT(g.c >= 1 && g.c <= std::numeric_limits<int32_t>::max(), "channel_reduce: ", g.c,
+              " channels");
   // The within-channel position plus one block's stride must stay below the type's limit.
   if (g.n * g.inner + channel_reduce_impl::kThreads < std::numeric_limits<int32_t>::max()) {
     channel_reduce_impl::launch<uint32_t>(g, term, finish, device, stream);

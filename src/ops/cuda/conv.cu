@@ -56,14 +56,20 @@ struct CudnnConv {
   bool tensor_ops;  // tensor cores allowed: see ConvCall
 
   CudnnConv(const ConvGeometry& geo, DType dt, int dev)
-      : dtype(dt), device(dev), handle(cuda::cudnn_handle(dev)), x(dt, geo.n, geo.c, geo.h, geo.w, geo.channels_last),
-        y(dt, geo.n, geo.o, geo.oh, geo.ow, geo.channels_last), w(dt, geo.o, geo.c, geo.kh, geo.kw, geo.channels_last),
-        conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w), s(geo),
+      : dtype(dt),
+        device(dev),
+        handle(cuda::cudnn_handle(dev)),
+        x(dt, geo.n, geo.c, geo.h, geo.w, geo.channels_last),
+        y(dt, geo.n, geo.o, geo.oh, geo.ow, geo.channels_last),
+        w(dt, geo.o, geo.c, geo.kh, geo.kw, geo.channels_last),
+        conv(dt, geo.pad_top, geo.pad_left, geo.stride_h, geo.stride_w, geo.dil_h, geo.dil_w),
+        s(geo),
         tensor_ops(dt == kBFloat16 || (dt == kFloat32 && conv_allow_tf32())) {
     int n = 0, c = 0, h = 0, wd = 0;
-    LOOM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &c, &h, &wd));
-    LOOM_ASSERT(n == geo.n && c == geo.o && h == geo.oh && wd == geo.ow, "cuDNN output ", h, "x", wd,
-                " differs from loom's ", geo.oh, "x", geo.ow);
+    LOOM_CUDNN_CHECK(
+        cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &c, &h, &wd));
+    LOOM_ASSERT(n == geo.n && c == geo.o && h == geo.oh && wd == geo.ow, "cuDNN output ", h, "x",
+                wd, " differs from loom's ", geo.oh, "x", geo.ow);
   }
 
   AlgoChoice algorithm(ConvPass pass, const ConvOperands& o) const {
@@ -96,8 +102,10 @@ Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
   Tensor out = empty({g.o}, dy.options());
   const int device = dy.device().index;
   LOOM_DISPATCH_FLOATING_AND_BF16(dy.dtype(), "conv2d backward", [&] {
-    channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow, g.channels_last}, SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
-                   StoreSum<scalar_t>{out.data_ptr<scalar_t>()}, device, cuda::current_stream(device));
+    channel_reduce(ChannelLayout{g.n, g.o, g.oh * g.ow, g.channels_last},
+                   SumTerm<scalar_t>{dy.data_ptr<scalar_t>()},
+                   StoreSum<scalar_t>{out.data_ptr<scalar_t>()}, device,
+                   cuda::current_stream(device));
   });
   return out;
 }
@@ -107,8 +115,8 @@ Tensor bias_grad(const Tensor& dy, const ConvGeometry& g) {
 // 16-byte load and store). cudnnAddTensor took 136 us for the 126 MB of classic_cnn's first
 // layer at batch 256, over twice what moving them costs.
 template <typename T, int Vec, bool kChannelsLast>
-__global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t plane, int64_t channels,
-                                 bool relu) {
+__global__ void bias_relu_kernel(T* y, const T* bias, int64_t vectors, int64_t plane,
+                                 int64_t channels, bool relu) {
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vectors;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     // The first element's channel; NCHW: the vector's other elements share it, NHWC: they
@@ -150,15 +158,19 @@ void add_bias_relu(const Tensor& y, const Tensor& bias, const ConvGeometry& g, b
     const bool vec4 = std::is_same<T, float>::value && (g.channels_last ? g.o : plane) % 4 == 0;
     const int64_t vectors = vec4 ? n / 4 : n;
     const int threads = 256;
-    const int blocks = static_cast<int>(std::min<int64_t>((vectors + threads - 1) / threads, 65536));
+    const int blocks =
+        static_cast<int>(std::min<int64_t>((vectors + threads - 1) / threads, 65536));
     auto launch = [&](auto vec, auto channels_last) {
       bias_relu_kernel<T, decltype(vec)::value, decltype(channels_last)::value>
           <<<blocks, threads, 0, stream>>>(y.data_ptr<T>(), b, vectors, plane, g.o, relu);
       LOOM_CUDA_KERNEL_CHECK();
     };
-    auto launch_layout = [&](auto vec) { with_channels_last(g.channels_last, [&](auto cl) { launch(vec, cl); }); };
+    auto launch_layout = [&](auto vec) {
+      with_channels_last(g.channels_last, [&](auto cl) { launch(vec, cl); });
+    };
     if (vec4) {
-      launch_layout(std::integral_constant<int, std::is_same<T, float>::value ? 4 : 1>{});  // vec4: float
+      launch_layout(std::integral_constant < int,
+                    std::is_same<T, float>::value ? 4 : 1 > {});  // vec4: float
     } else {
       launch_layout(std::integral_constant<int, 1>{});
     }
@@ -171,8 +183,8 @@ std::string cuda_library_versions() {
   int runtime = 0;
   LOOM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   const size_t dnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
-  return detail::concat("CUDA runtime ", runtime / 1000, ".", runtime % 1000 / 10, ", cuDNN ", dnn / 10000, ".",
-                        dnn % 10000 / 100, ".", dnn % 100);
+  return detail::concat("CUDA runtime ", runtime / 1000, ".", runtime % 1000 / 10, ", cuDNN ",
+                        dnn / 10000, ".", dnn % 10000 / 100, ".", dnn % 100);
 }
 
 Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -192,8 +204,8 @@ Tensor cuda_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
     c.use(algo);
     LOOM_CUDNN_CHECK(cudnnConvolutionForward(
         c.handle, cuda::cudnn_one(c.dtype), c.x.get(), xs.raw_data(), c.w.get(), weight.raw_data(),
-        c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
-        cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
+        c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), data_or_null(ws),
+        algo.workspace, cuda::cudnn_zero(c.dtype), c.y.get(), y.raw_data()));
   }
   if (bias.defined() || relu) add_bias_relu(y, bias, g, relu);
   return y;
@@ -223,8 +235,8 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
       c.use(algo);
       LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
           c.handle, one, c.x.get(), xs.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-          c.w.get(), grads.weight.raw_data()));
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
+          zero, c.w.get(), grads.weight.raw_data()));
     }
   }
   if (need_input) {
@@ -238,8 +250,8 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
       c.use(algo);
       LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(
           c.handle, one, c.w.get(), weight.raw_data(), c.y.get(), grad_out.raw_data(), c.conv.get(),
-          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace, zero,
-          c.x.get(), dxs.raw_data()));
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), data_or_null(ws), algo.workspace,
+          zero, c.x.get(), dxs.raw_data()));
     }
     grads.input = extra ? dxs.narrow(2, g.pad_top - s.pad_top, g.h)
                               .narrow(3, g.pad_left - s.pad_left, g.w)

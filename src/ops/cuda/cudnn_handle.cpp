@@ -24,10 +24,14 @@ cudnnHandle_t cudnn_handle(int device) {
 
 cudnnDataType_t cudnn_dtype(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return CUDNN_DATA_FLOAT;
-    case DType::Float64: return CUDNN_DATA_DOUBLE;
-    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
-    default: ::loom::detail::throw_unsupported_dtype("cuDNN", dtype);
+    case DType::Float32:
+      return CUDNN_DATA_FLOAT;
+    case DType::Float64:
+      return CUDNN_DATA_DOUBLE;
+    case DType::BFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      ::loom::detail::throw_unsupported_dtype("cuDNN", dtype);
   }
 }
 
@@ -44,23 +48,27 @@ const void* cudnn_zero(DType dtype) {
 }
 
 namespace {
-cudnnTensorFormat_t cudnn_format(bool channels_last) { return channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+cudnnTensorFormat_t cudnn_format(bool channels_last) {
+  return channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
 }  // namespace
 
-TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last) {
+TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w,
+                                   bool channels_last) {
   LOOM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
-  LOOM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, cudnn_format(channels_last), cudnn_dtype(dtype),
-                                              static_cast<int>(n), static_cast<int>(c),
-                                              static_cast<int>(h), static_cast<int>(w)));
+  LOOM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
+      desc_, cudnn_format(channels_last), cudnn_dtype(dtype), static_cast<int>(n),
+      static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)));
 }
 
 TensorDescriptor::~TensorDescriptor() { cudnnDestroyTensorDescriptor(desc_); }
 
-FilterDescriptor::FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw, bool channels_last) {
+FilterDescriptor::FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw,
+                                   bool channels_last) {
   LOOM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_));
-  LOOM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), cudnn_format(channels_last),
-                                              static_cast<int>(o), static_cast<int>(c),
-                                              static_cast<int>(kh), static_cast<int>(kw)));
+  LOOM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
+      desc_, cudnn_dtype(dtype), cudnn_format(channels_last), static_cast<int>(o),
+      static_cast<int>(c), static_cast<int>(kh), static_cast<int>(kw)));
 }
 
 FilterDescriptor::~FilterDescriptor() { cudnnDestroyFilterDescriptor(desc_); }

@@ -9,7 +9,8 @@
 #include "loom/tensor/cuda/check.h"
 #include "loom/tensor/dtype.h"
 
-#define LOOM_CUDNN_CHECK(call) LOOM_LIBRARY_CHECK("cuDNN", call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
+#define LOOM_CUDNN_CHECK(call) \
+  LOOM_LIBRARY_CHECK("cuDNN", call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 
 namespace loom::cuda {
 
@@ -27,7 +28,8 @@ const void* cudnn_zero(DType dtype);
 // A fully packed [n, c, h, w] tensor descriptor, stored NCHW or, channels_last, NHWC.
 class TensorDescriptor {
  public:
-  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last = false);
+  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w,
+                   bool channels_last = false);
   ~TensorDescriptor();
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
@@ -40,7 +42,8 @@ class TensorDescriptor {
 // [o, c, kh, kw] filters, stored so or, channels_last, [o, kh, kw, c].
 class FilterDescriptor {
  public:
-  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw, bool channels_last = false);
+  FilterDescriptor(DType dtype, int64_t o, int64_t c, int64_t kh, int64_t kw,
+                   bool channels_last = false);
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;

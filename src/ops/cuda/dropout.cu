@@ -12,8 +12,10 @@ namespace {
 constexpr int kThreads = 256;
 
 template <typename T, typename U>
-__global__ void dropout_kernel(const T* src, const U* u, double p, double scale, T* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void dropout_kernel(const T* src, const U* u, double p, double scale, T* out,
+                               int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = dropout_at(src[i], u[i], p, scale);
   }
 }

@@ -1,13 +1,13 @@
 // The CUDA kernel of every elementwise op: a grid-stride loop over the output on the current
 // stream of the output's device. Dense operands index directly; broadcast or strided ones go
 // through a StridedIndexer (see ops/elementwise_backend.h). When every operand is dense and
-// aligned, a thread reads 16 bytes of each at once (elementwise_vec_kernel); otherwise each computes kUnroll
-// elements (a block-width apart, so accesses stay coalesced) before storing any, which keeps
-// several loads in flight per thread; the loop counts in 32 bits when the size allows.
+// aligned, a thread reads 16 bytes of each at once (elementwise_vec_kernel); otherwise each
+// computes kUnroll elements (a block-width apart, so accesses stay coalesced) before storing any,
+// which keeps several loads in flight per thread; the loop counts in 32 bits when the size allows.
 #include <algorithm>
-#include <type_traits>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "loom/ops/elementwise_backend.h"
 #include "loom/tensor/cuda/check.h"
@@ -51,7 +51,8 @@ __global__ void elementwise_kernel(F f, Out* out, I n, Operands... operands) {
 // kernel's.
 template <int V, typename I, typename F, typename Out, typename... In>
 __global__ void elementwise_vec_kernel(F f, Out* out, I vectors, DenseOperand<In>... operands) {
-  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors; v += I(gridDim.x) * I(blockDim.x)) {
+  for (I v = blockIdx.x * I(blockDim.x) + threadIdx.x; v < vectors;
+       v += I(gridDim.x) * I(blockDim.x)) {
     Chunk<V, Out> result;
     [&](const Chunk<V, In>&... in) {
 #pragma unroll
@@ -78,30 +79,31 @@ void cuda_elementwise(ElementwiseOp op, const char* name, const Tensor& out,
   const int device = out.device().index;
   cuda::DeviceGuard guard(device);
   cudaStream_t stream = cuda::current_stream(device);
-  launch_elementwise(op, name, out, inputs, params,
-                     [&](const auto& f, auto* out_data, int64_t n, const auto&... operands) {
-                       using Out = std::remove_pointer_t<decltype(out_data)>;
-                       if constexpr ((IsDense<std::decay_t<decltype(operands)>>::value && ...)) {
-                         constexpr size_t widest = std::max({sizeof(Out), sizeof(*operands.data)...});
-                         constexpr int V = static_cast<int>(16 / widest);
-                         if (V > 1 && n % V == 0 && n / V < std::numeric_limits<int32_t>::max() / 2 &&
-                             aligned_to(out_data, V) && (aligned_to(operands.data, V) && ...)) {
-                           const int32_t vectors = static_cast<int32_t>(n / V);
-                           elementwise_vec_kernel<V><<<blocks_for(vectors), kThreads, 0, stream>>>(
-                               f, out_data, vectors, operands...);
-                           LOOM_CUDA_KERNEL_CHECK();
-                           return;
-                         }
-                       }
-                       const int64_t blocks = blocks_for((n + kUnroll - 1) / kUnroll);
-                       if (fits_int32(n, blocks)) {
-                         elementwise_kernel<<<blocks, kThreads, 0, stream>>>(
-                             f, out_data, static_cast<int32_t>(n), operands...);
-                       } else {
-                         elementwise_kernel<<<blocks, kThreads, 0, stream>>>(f, out_data, n, operands...);
-                       }
-                       LOOM_CUDA_KERNEL_CHECK();
-                     });
+  launch_elementwise(
+      op, name, out, inputs, params,
+      [&](const auto& f, auto* out_data, int64_t n, const auto&... operands) {
+        using Out = std::remove_pointer_t<decltype(out_data)>;
+        if constexpr ((IsDense<std::decay_t<decltype(operands)>>::value && ...)) {
+          constexpr size_t widest = std::max({sizeof(Out), sizeof(*operands.data)...});
+          constexpr int V = static_cast<int>(16 / widest);
+          if (V > 1 && n % V == 0 && n / V < std::numeric_limits<int32_t>::max() / 2 &&
+              aligned_to(out_data, V) && (aligned_to(operands.data, V) && ...)) {
+            const int32_t vectors = static_cast<int32_t>(n / V);
+            elementwise_vec_kernel<V>
+                <<<blocks_for(vectors), kThreads, 0, stream>>>(f, out_data, vectors, operands...);
+            LOOM_CUDA_KERNEL_CHECK();
+            return;
+          }
+        }
+        const int64_t blocks = blocks_for((n + kUnroll - 1) / kUnroll);
+        if (fits_int32(n, blocks)) {
+          elementwise_kernel<<<blocks, kThreads, 0, stream>>>(f, out_data, static_cast<int32_t>(n),
+                                                              operands...);
+        } else {
+          elementwise_kernel<<<blocks, kThreads, 0, stream>>>(f, out_data, n, operands...);
+        }
+        LOOM_CUDA_KERNEL_CHECK();
+      });
 }
 
 }  // namespace loom::detail

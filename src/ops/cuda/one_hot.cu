@@ -16,7 +16,8 @@ constexpr int kThreads = 256;
 template <typename I, typename T>
 __global__ void one_hot_kernel(const I* idx, int64_t n, T* out, int64_t classes,
                                unsigned long long* flag) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = static_cast<int64_t>(idx[i]);
     if (c >= 0 && c < classes) {
       out[i * classes + c] = T(1);
@@ -35,7 +36,8 @@ void cuda_one_hot(const Tensor& indices, const Tensor& out, int64_t classes) {
   const Tensor flag = zeros({2}, TensorOptions(kInt64).device(indices.device()));
   auto* flag_ptr = static_cast<unsigned long long*>(flag.raw_data());
   const int64_t n = indices.numel();
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32));
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32));
   LOOM_DISPATCH_ALL_AND_BF16(out.dtype(), "one_hot", [&] {
     if (indices.dtype() == kInt64) {
       one_hot_kernel<<<blocks, kThreads, 0, stream>>>(indices.data_ptr<int64_t>(), n,

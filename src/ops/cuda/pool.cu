@@ -24,7 +24,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-int64_t blocks_for(int64_t n) { return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32); }
+int64_t blocks_for(int64_t n) {
+  return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32);
+}
 
 // Index type I loops over [0, n): n must fit in I, and so must i + the grid stride.
 #define LOOM_GRID_LOOP(I, i, n) \
@@ -66,37 +68,41 @@ __device__ auto plane_at(T* data, I origin, I channels) {
 
 template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_kernel(const T* in, PoolGeometry g, T* out, W* offsets, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out),
+          channels = static_cast<I>(g.channels);
   const I in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
     const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
     T best;
-    offsets[k] = static_cast<W>(
-        max_pool_at(plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g, at.y, at.x, best));
+    offsets[k] = static_cast<W>(max_pool_at(
+        plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g, at.y, at.x, best));
     out[k] = best;
   }
 }
 
 template <bool kCL, typename I, typename T>
 __global__ void avg_pool_kernel(const T* in, PoolGeometry g, bool include_pad, T* out, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out),
+          channels = static_cast<I>(g.channels);
   const I in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
     const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
-    out[k] = avg_pool_at(plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g, include_pad, at.y,
-                         at.x);
+    out[k] = avg_pool_at(plane_at<kCL>(in, at.plane_origin(in_plane, channels), channels), g,
+                         include_pad, at.y, at.x);
   }
 }
 
 template <bool kCL, typename I, typename T>
 __global__ void avg_pool_backward_kernel(const T* grad, PoolGeometry g, bool include_pad,
                                          T* grad_input, I n) {
-  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in), channels = static_cast<I>(g.channels);
+  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in),
+          channels = static_cast<I>(g.channels);
   const I out_plane = static_cast<I>(g.y.out * g.x.out);
   LOOM_GRID_LOOP(I, k, n) {
     const PoolIndex<kCL, I> at(k, in_y, in_x, channels);
-    grad_input[k] = avg_pool_grad_at(plane_at<kCL>(grad, at.plane_origin(out_plane, channels), channels), g,
-                                     include_pad, at.y, at.x);
+    grad_input[k] =
+        avg_pool_grad_at(plane_at<kCL>(grad, at.plane_origin(out_plane, channels), channels), g,
+                         include_pad, at.y, at.x);
   }
 }
 
@@ -105,13 +111,14 @@ __global__ void avg_pool_backward_kernel(const T* grad, PoolGeometry g, bool inc
 template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_gather_kernel(const T* grad, const W* offsets, PoolGeometry g,
                                        T* grad_input, I n) {
-  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in), channels = static_cast<I>(g.channels);
+  const I in_x = static_cast<I>(g.x.in), in_y = static_cast<I>(g.y.in),
+          channels = static_cast<I>(g.channels);
   const I out_plane = static_cast<I>(g.y.out * g.x.out);
   LOOM_GRID_LOOP(I, k, n) {
     const PoolIndex<kCL, I> at(k, in_y, in_x, channels);
     const I origin = at.plane_origin(out_plane, channels);
-    grad_input[k] = max_pool_grad_at(plane_at<kCL>(grad, origin, channels), plane_at<kCL>(offsets, origin, channels),
-                                     g, at.y, at.x);
+    grad_input[k] = max_pool_grad_at(plane_at<kCL>(grad, origin, channels),
+                                     plane_at<kCL>(offsets, origin, channels), g, at.y, at.x);
   }
 }
 
@@ -131,7 +138,8 @@ __device__ __forceinline__ void cell_of(const PoolAxis& a, I o, I& begin, I& end
 template <bool kCL, typename I, typename T, typename W>
 __global__ void max_pool_cells_backward_kernel(const T* grad, const W* offsets, PoolGeometry g,
                                                T* grad_input, I n) {
-  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out), channels = static_cast<I>(g.channels);
+  const I out_x = static_cast<I>(g.x.out), out_y = static_cast<I>(g.y.out),
+          channels = static_cast<I>(g.channels);
   const I in_x = static_cast<I>(g.x.in), in_plane = static_cast<I>(g.y.in * g.x.in);
   LOOM_GRID_LOOP(I, k, n) {
     const PoolIndex<kCL, I> at(k, out_y, out_x, channels);
@@ -183,7 +191,8 @@ void cuda_max_pool2d(const Tensor& x, const PoolGeometry& g, const Tensor& out,
         using I = decltype(index);
         with_channels_last(g.channels_last, [&](auto cl) {
           max_pool_kernel<decltype(cl)::value, I><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-              x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), offsets.data_ptr<W>(), static_cast<I>(n));
+              x.data_ptr<scalar_t>(), g, out.data_ptr<scalar_t>(), offsets.data_ptr<W>(),
+              static_cast<I>(n));
           LOOM_CUDA_KERNEL_CHECK();
         });
       });
@@ -211,7 +220,8 @@ void cuda_max_pool2d_backward(const Tensor& grad, const Tensor& offsets, const P
             max_pool_cells_backward_kernel<kCL, I>
                 <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
           } else {
-            max_pool_gather_kernel<kCL, I><<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
+            max_pool_gather_kernel<kCL, I>
+                <<<blocks_for(n), kThreads, 0, stream>>>(dy, off, g, dx, static_cast<I>(n));
           }
           LOOM_CUDA_KERNEL_CHECK();
         });
@@ -243,8 +253,10 @@ void cuda_avg_pool2d_backward(const Tensor& grad, const PoolGeometry& g, bool in
     with_index_type(std::max(n, grad.numel()), [&](auto index) {
       using I = decltype(index);
       with_channels_last(g.channels_last, [&](auto cl) {
-        avg_pool_backward_kernel<decltype(cl)::value, I><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
-            grad.data_ptr<scalar_t>(), g, include_pad, grad_input.data_ptr<scalar_t>(), static_cast<I>(n));
+        avg_pool_backward_kernel<decltype(cl)::value, I>
+            <<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
+                grad.data_ptr<scalar_t>(), g, include_pad, grad_input.data_ptr<scalar_t>(),
+                static_cast<I>(n));
         LOOM_CUDA_KERNEL_CHECK();
       });
     });

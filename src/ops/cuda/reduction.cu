@@ -53,7 +53,8 @@ __global__ void reduce_rows_kernel(Op op, Source source, Sink sink, int64_t rows
   const int64_t groups_per_block = blockDim.x / kGroup;
   const int64_t stride = int64_t(gridDim.x) * groups_per_block;
   // The bound is uniform over each group, so group_reduce's syncs and shuffles see all threads.
-  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / kGroup; row < rows; row += stride) {
+  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / kGroup; row < rows;
+       row += stride) {
     acc_t acc = op.identity();
     const int64_t n = source.size(row);
     for (int64_t j = lane; j < n; j += kGroup) acc = op.combine(acc, source.load(row, j));
@@ -63,13 +64,14 @@ __global__ void reduce_rows_kernel(Op op, Source source, Sink sink, int64_t rows
 }
 
 template <typename Op, typename Source, typename Sink>
-void launch_rows(const Op& op, const Source& source, const Sink& sink, int64_t rows,
-                 int64_t length, int device, cudaStream_t stream) {
+void launch_rows(const Op& op, const Source& source, const Sink& sink, int64_t rows, int64_t length,
+                 int device, cudaStream_t stream) {
   if (length <= kWarpRowMax) {
-    reduce_rows_kernel<32><<<row_blocks(rows, 32, device), kRowBlock, 0, stream>>>(op, source, sink, rows);
+    reduce_rows_kernel<32>
+        <<<row_blocks(rows, 32, device), kRowBlock, 0, stream>>>(op, source, sink, rows);
   } else {
-    reduce_rows_kernel<kRowBlock><<<row_blocks(rows, kRowBlock, device), kRowBlock, 0, stream>>>(
-        op, source, sink, rows);
+    reduce_rows_kernel<kRowBlock>
+        <<<row_blocks(rows, kRowBlock, device), kRowBlock, 0, stream>>>(op, source, sink, rows);
   }
   LOOM_CUDA_KERNEL_CHECK();
 }
@@ -80,7 +82,8 @@ void reduce(const T* in, int64_t rows, int64_t length, const Op& op, const Sink&
   cudaStream_t stream = cuda::current_stream(device);
   const int64_t target_blocks = 4LL * multiprocessor_count(device);
   if (rows >= target_blocks || length < kSplitMinLength) {
-    launch_rows(op, RowSource<T, Op>{in, length, 1, length, op}, sink, rows, length, device, stream);
+    launch_rows(op, RowSource<T, Op>{in, length, 1, length, op}, sink, rows, length, device,
+                stream);
     return;
   }
   const int64_t chunks =

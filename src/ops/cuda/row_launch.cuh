@@ -12,7 +12,7 @@
 
 namespace loom::detail {
 
-constexpr int kRowBlock = 256;      // threads per block of every row kernel
+constexpr int kRowBlock = 256;         // threads per block of every row kernel
 constexpr int64_t kWarpRowMax = 1024;  // rows up to this length get a warp, longer a block
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

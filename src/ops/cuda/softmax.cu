@@ -37,7 +37,8 @@ __global__ void softmax_rows_kernel(const T* in, T* out, int64_t rows, int64_t l
   const int lane = threadIdx.x % kGroup;
   const int64_t groups_per_block = blockDim.x / kGroup;
   const int64_t stride = int64_t(gridDim.x) * groups_per_block;
-  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / kGroup; row < rows; row += stride) {
+  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / kGroup; row < rows;
+       row += stride) {
     const T* x = in + row * length;
     T* y = out + row * length;
     const MaxOp<T> max_op;
@@ -59,7 +60,8 @@ __global__ void softmax_rows_kernel(const T* in, T* out, int64_t rows, int64_t l
 
 }  // namespace
 
-void cuda_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_t length, bool log) {
+void cuda_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_t length,
+                       bool log) {
   const int device = in.device().index;
   cuda::DeviceGuard guard(device);
   cudaStream_t stream = cuda::current_stream(device);
@@ -67,10 +69,11 @@ void cuda_softmax_rows(const Tensor& in, const Tensor& out, int64_t rows, int64_
     const scalar_t* x = in.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     if (length <= kWarpRowMax) {
-      softmax_rows_kernel<32><<<row_blocks(rows, 32, device), kRowBlock, 0, stream>>>(x, y, rows, length, log);
+      softmax_rows_kernel<32>
+          <<<row_blocks(rows, 32, device), kRowBlock, 0, stream>>>(x, y, rows, length, log);
     } else {
-      softmax_rows_kernel<kRowBlock><<<row_blocks(rows, kRowBlock, device), kRowBlock, 0, stream>>>(
-          x, y, rows, length, log);
+      softmax_rows_kernel<kRowBlock>
+          <<<row_blocks(rows, kRowBlock, device), kRowBlock, 0, stream>>>(x, y, rows, length, log);
     }
     LOOM_CUDA_KERNEL_CHECK();
   });

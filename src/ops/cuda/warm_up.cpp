@@ -20,14 +20,14 @@ void warm_up_cudnn(int device) {
   const cuda::ConvolutionDescriptor conv(kFloat32, 0, 0, 1, 1, 1, 1);
   int found = 0;
   cudnnConvolutionFwdAlgoPerf_t forward;
-  LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.get(), w.get(), conv.get(), y.get(), 1,
-                                                          &found, &forward));
+  LOOM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, x.get(), w.get(), conv.get(),
+                                                          y.get(), 1, &found, &forward));
   cudnnConvolutionBwdFilterAlgoPerf_t filter;
-  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x.get(), y.get(), conv.get(), w.get(), 1,
-                                                                 &found, &filter));
+  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      handle, x.get(), y.get(), conv.get(), w.get(), 1, &found, &filter));
   cudnnConvolutionBwdDataAlgoPerf_t data;
-  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.get(), y.get(), conv.get(), x.get(), 1,
-                                                               &found, &data));
+  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w.get(), y.get(), conv.get(),
+                                                               x.get(), 1, &found, &data));
 }
 
 // One 1x1 float GEMM on a stream of its own (nothing else of loom's waits for it), which loads
@@ -43,7 +43,8 @@ void warm_up_cublas(int device) {
   if (status == cudaSuccess) gemm = cublasSetStream(handle, stream);
   if (status == cudaSuccess && gemm == CUBLAS_STATUS_SUCCESS) {
     const float one = 1.0f, zero = 0.0f;
-    gemm = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, buffer, 1, buffer + 1, 1, &zero, buffer + 2, 1);
+    gemm = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, buffer, 1, buffer + 1, 1,
+                       &zero, buffer + 2, 1);
   }
   if (buffer != nullptr) cudaFreeAsync(buffer, stream);
   const cudaError_t synced = cudaStreamSynchronize(stream);

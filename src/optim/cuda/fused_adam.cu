@@ -9,8 +9,8 @@ namespace loom::optim::detail {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(kChunkThreads) adam_kernel(TensorListMeta<4> meta, AdamCoeffs<T> value,
-                                                             const AdamConfig* replayed) {
+__global__ void __launch_bounds__(kChunkThreads)
+    adam_kernel(TensorListMeta<4> meta, AdamCoeffs<T> value, const AdamConfig* replayed) {
   const AdamCoeffs<T> c = replayed != nullptr ? adam_coeffs<T>(*replayed) : value;
   int tensor;
   int64_t n;
@@ -35,7 +35,8 @@ void cuda_fused_adam(const std::vector<Tensor>& params, const std::vector<Tensor
     const AdamCoeffs<T> c = adam_coeffs<T>(config);
     multi_tensor_apply<4>({&params, &grads, &exp_avgs, &exp_avg_sqs},
                           [&](const TensorListMeta<4>& meta, int blocks, cudaStream_t stream) {
-                            adam_kernel<T><<<blocks, kChunkThreads, 0, stream>>>(meta, c, step.replayed);
+                            adam_kernel<T>
+                                <<<blocks, kChunkThreads, 0, stream>>>(meta, c, step.replayed);
                           });
   });
 }

@@ -8,7 +8,8 @@ namespace loom::optim::detail {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(kChunkThreads) sum_squares_kernel(TensorListMeta<1> meta, double* out) {
+__global__ void __launch_bounds__(kChunkThreads)
+    sum_squares_kernel(TensorListMeta<1> meta, double* out) {
   int tensor;
   int64_t n;
   const int64_t start = chunk_start(meta, tensor, n);
@@ -22,7 +23,8 @@ __global__ void __launch_bounds__(kChunkThreads) sum_squares_kernel(TensorListMe
   __syncthreads();
   if (warp == 0) {
     sum = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
     if (lane == 0) atomicAdd(out, sum);
   }
 }
@@ -43,9 +45,10 @@ Tensor cuda_sum_of_squares(const std::vector<Tensor>& tensors) {
   Tensor out = zeros({1}, TensorOptions(kFloat64).device(tensors.front().device()));
   double* out_ptr = out.data_ptr<double>();
   LOOM_DISPATCH_FLOATING(tensors.front().dtype(), "clip_grad_norm_", [&] {
-    multi_tensor_apply<1>({&tensors}, [&](const TensorListMeta<1>& meta, int blocks, cudaStream_t stream) {
-      sum_squares_kernel<scalar_t><<<blocks, kChunkThreads, 0, stream>>>(meta, out_ptr);
-    });
+    multi_tensor_apply<1>(
+        {&tensors}, [&](const TensorListMeta<1>& meta, int blocks, cudaStream_t stream) {
+          sum_squares_kernel<scalar_t><<<blocks, kChunkThreads, 0, stream>>>(meta, out_ptr);
+        });
   });
   return out;
 }
@@ -53,9 +56,11 @@ Tensor cuda_sum_of_squares(const std::vector<Tensor>& tensors) {
 void cuda_scale(const std::vector<Tensor>& tensors, double factor) {
   if (tensors.empty()) return;
   LOOM_DISPATCH_FLOATING(tensors.front().dtype(), "clip_grad_norm_", [&] {
-    multi_tensor_apply<1>({&tensors}, [&](const TensorListMeta<1>& meta, int blocks, cudaStream_t stream) {
-      scale_kernel<scalar_t><<<blocks, kChunkThreads, 0, stream>>>(meta, static_cast<scalar_t>(factor));
-    });
+    multi_tensor_apply<1>(
+        {&tensors}, [&](const TensorListMeta<1>& meta, int blocks, cudaStream_t stream) {
+          scale_kernel<scalar_t>
+              <<<blocks, kChunkThreads, 0, stream>>>(meta, static_cast<scalar_t>(factor));
+        });
   });
 }
 

@@ -15,19 +15,22 @@
 
 namespace loom::optim::detail {
 
-constexpr int kChunkSize = 65536;       // elements per listed chunk
+constexpr int kChunkSize = 65536;  // elements per listed chunk
 // Elements per block: a chunk is kChunkSize / kBlockSpan blocks. Small spans keep the update
 // from being latency-bound: with 8192 a 400k-parameter model was 50 blocks of 16 dependent
 // iterations each (23 us on an H200 for what moving its 6.5 MB takes 2 us).
 constexpr int kBlockSpan = 1024;
 constexpr int kBlocksPerChunk = kChunkSize / kBlockSpan;
-constexpr int kChunkThreads = 256;      // threads per block, each striding over the block's span
+constexpr int kChunkThreads = 256;  // threads per block, each striding over the block's span
 constexpr int kMaxChunksPerLaunch = 320;
 
 // Tensors per launch for `Depth` lists, sized so the struct stays under the classic 4 KiB
 // kernel-parameter limit.
 template <int Depth>
-constexpr int kMaxTensors = Depth == 1 ? 110 : Depth == 2 ? 64 : Depth == 3 ? 48 : 36;
+constexpr int kMaxTensors = Depth == 1   ? 110
+                            : Depth == 2 ? 64
+                            : Depth == 3 ? 48
+                                         : 36;
 
 template <int Depth>
 struct TensorListMeta {
@@ -44,7 +47,8 @@ static_assert(sizeof(TensorListMeta<1>) < 4000 && sizeof(TensorListMeta<2>) < 40
 // for the blocks past the end of a tensor's last chunk). Block b covers span b % kBlocksPerChunk
 // of listed chunk b / kBlocksPerChunk.
 template <int Depth>
-__device__ __forceinline__ int64_t chunk_start(const TensorListMeta<Depth>& meta, int& tensor, int64_t& n) {
+__device__ __forceinline__ int64_t chunk_start(const TensorListMeta<Depth>& meta, int& tensor,
+                                               int64_t& n) {
   const int chunk = blockIdx.x / kBlocksPerChunk, span = blockIdx.x % kBlocksPerChunk;
   tensor = meta.chunk_tensor[chunk];
   const int64_t start = static_cast<int64_t>(meta.chunk_index[chunk]) * kChunkSize +
@@ -65,7 +69,8 @@ struct StepConfig {
 };
 template <typename Config>
 StepConfig<Config> step_config(const Tensor& first, const Config& config) {
-  const cuda::ReplayConstant c = cuda::replay_constant(first.device().index, &config, sizeof config);
+  const cuda::ReplayConstant c =
+      cuda::replay_constant(first.device().index, &config, sizeof config);
   return {static_cast<const Config*>(c.device_address), c.launch};
 }
 
@@ -73,7 +78,8 @@ StepConfig<Config> step_config(const Tensor& first, const Config& config) {
 // kBlocksPerChunk per listed chunk): lists[d][t] is tensor t of
 // list d; all contiguous, same device and dtype, list d's tensor t shaped like list 0's.
 template <int Depth, typename Launch>
-void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lists, Launch&& launch) {
+void multi_tensor_apply(const std::array<const std::vector<Tensor>*, Depth>& lists,
+                        Launch&& launch) {
   const std::vector<Tensor>& first = *lists[0];
   if (first.empty()) return;
   const int device = first.front().device().index;

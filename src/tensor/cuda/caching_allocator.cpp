@@ -39,7 +39,7 @@ constexpr int kMaxDevices = 64;
 thread_local PoolId thread_pool[kMaxDevices] = {};
 
 struct Registry {
-  std::mutex mutex;  // guards `live`
+  std::mutex mutex;                       // guards `live`
   std::unordered_map<void*, Block> live;  // every block obtained from cudaMalloc, free or not
   DevicePool pools[kMaxDevices];
   PoolId next_pool = 1;  // guarded by `mutex`
@@ -63,7 +63,8 @@ std::vector<std::pair<void*, size_t>> take_free_blocks(DevicePool& pool) {
 // Gives blocks taken from a pool back to CUDA, without holding pool.mutex: the synchronisation
 // may wait for a kernel (an NCCL collective whose peer is gone) that only another thread can
 // end, and that thread (a watchdog completing a work) may need the lock to free a tensor.
-void free_blocks(int device, DevicePool& pool, const std::vector<std::pair<void*, size_t>>& blocks) {
+void free_blocks(int device, DevicePool& pool,
+                 const std::vector<std::pair<void*, size_t>>& blocks) {
   if (blocks.empty()) return;
   DeviceGuard guard(device);
   // Blocks freed on a stream may still be read by queued kernels.
@@ -82,8 +83,8 @@ void free_blocks(int device, DevicePool& pool, const std::vector<std::pair<void*
 }  // namespace
 
 void* allocate(size_t nbytes, int device) {
-  LOOM_CHECK(device >= 0 && device < cuda_device_count() && device < kMaxDevices, "CUDA device ", device,
-             " does not exist (", cuda_device_count(), " visible)");
+  LOOM_CHECK(device >= 0 && device < cuda_device_count() && device < kMaxDevices, "CUDA device ",
+             device, " does not exist (", cuda_device_count(), " visible)");
   const size_t size = bin_size(nbytes);
   StreamHandle stream = current_stream(device);
   const PoolId private_pool = thread_pool[device];
@@ -117,7 +118,8 @@ void* allocate(size_t nbytes, int device) {
     }
     if (status != cudaSuccess && status != cudaErrorMemoryAllocation) {
       cudaGetLastError();
-      LOOM_FAIL("cudaMalloc of ", size, " bytes on cuda:", device, " failed: ", cudaGetErrorString(status));
+      LOOM_FAIL("cudaMalloc of ", size, " bytes on cuda:", device,
+                " failed: ", cudaGetErrorString(status));
     }
     if (status != cudaSuccess) {
       cudaGetLastError();

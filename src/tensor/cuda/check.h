@@ -11,13 +11,13 @@ namespace loom::cuda::detail {
                                    const char* file, int line);
 }
 
-#define LOOM_CUDA_CHECK(call)                                                             \
-  do {                                                                                    \
-    const cudaError_t loom_status_ = (call);                                              \
-    if (loom_status_ != cudaSuccess) {                                                    \
+#define LOOM_CUDA_CHECK(call)                                                                 \
+  do {                                                                                        \
+    const cudaError_t loom_status_ = (call);                                                  \
+    if (loom_status_ != cudaSuccess) {                                                        \
       ::loom::cuda::detail::throw_cuda_error("CUDA", #call, cudaGetErrorString(loom_status_), \
-                                             __FILE__, __LINE__);                         \
-    }                                                                                     \
+                                             __FILE__, __LINE__);                             \
+    }                                                                                         \
   } while (0)
 
 // After every kernel launch: catches bad launch configurations at the launch site.
@@ -26,11 +26,11 @@ namespace loom::cuda::detail {
 // Checks for other libraries (cuBLAS, cuDNN, NCCL) take their status type, success value and
 // message function: LOOM_LIBRARY_CHECK("cuBLAS", cublasSgemm(...), CUBLAS_STATUS_SUCCESS,
 // cublasGetStatusString).
-#define LOOM_LIBRARY_CHECK(library, call, success, to_string)                            \
-  do {                                                                                    \
-    const auto loom_status_ = (call);                                                     \
-    if (loom_status_ != (success)) {                                                      \
-      ::loom::cuda::detail::throw_cuda_error(library, #call, to_string(loom_status_),     \
-                                             __FILE__, __LINE__);                         \
-    }                                                                                     \
+#define LOOM_LIBRARY_CHECK(library, call, success, to_string)                                   \
+  do {                                                                                          \
+    const auto loom_status_ = (call);                                                           \
+    if (loom_status_ != (success)) {                                                            \
+      ::loom::cuda::detail::throw_cuda_error(library, #call, to_string(loom_status_), __FILE__, \
+                                             __LINE__);                                         \
+    }                                                                                           \
   } while (0)

@@ -1,12 +1,11 @@
 // CUDA graph capture and replay, the capture's private memory pool, and replay constants (see
 // graph.h).
-#include "loom/tensor/cuda/graph.h"
-
 #include <cuda_runtime.h>
 
 #include <cstring>
 
 #include "loom/tensor/cuda/check.h"
+#include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/device.h"
 
 namespace loom::cuda {
@@ -38,8 +37,8 @@ __global__ void store_constants(UploadChunk chunk, unsigned char* dst, size_t n)
 size_t align_up(size_t n) { return (n + kConstantAlign - 1) / kConstantAlign * kConstantAlign; }
 
 void check_device_index(int device) {
-  LOOM_CHECK(device >= 0 && device < kMaxDevices && device < cuda_device_count(), "CUDA graph: device ",
-             device, " does not exist (", cuda_device_count(), " visible)");
+  LOOM_CHECK(device >= 0 && device < kMaxDevices && device < cuda_device_count(),
+             "CUDA graph: device ", device, " does not exist (", cuda_device_count(), " visible)");
 }
 
 }  // namespace
@@ -48,8 +47,10 @@ struct ReplayConstantSink {
   static ReplayConstant put(Graph& g, const void* bytes, size_t size, bool refreshing) {
     const size_t offset = align_up(refreshing ? g.refresh_cursor_ : g.constants_.size());
     if (refreshing) {
-      LOOM_CHECK(offset + size <= g.constants_.size(), "CUDA graph refresh: the host code stores more replay "
-                 "constants than the capture did (", offset + size, " bytes, captured ", g.constants_.size(),
+      LOOM_CHECK(offset + size <= g.constants_.size(),
+                 "CUDA graph refresh: the host code stores more replay "
+                 "constants than the capture did (",
+                 offset + size, " bytes, captured ", g.constants_.size(),
                  "); it must make the calls of the capture, in the same order");
       std::memcpy(g.constants_.data() + offset, bytes, size);
       g.refresh_cursor_ = offset + size;
@@ -76,7 +77,9 @@ void Graph::reset() noexcept {
   exec_ = nullptr;
   graph_ = nullptr;
   num_nodes_ = 0;
-  if (pool_ != 0) release_pool(device_, pool_, replay_stream_ != nullptr ? replay_stream_ : default_stream(device_));
+  if (pool_ != 0)
+    release_pool(device_, pool_,
+                 replay_stream_ != nullptr ? replay_stream_ : default_stream(device_));
   pool_ = 0;
   if (constants_device_ != nullptr) deallocate(constants_device_);
   constants_device_ = nullptr;
@@ -88,8 +91,10 @@ void Graph::reset() noexcept {
 }
 
 void Graph::capture_begin() {
-  LOOM_CHECK(capturing_graph[device_] == nullptr, "CUDA graph: this thread is already capturing on cuda:", device_);
-  LOOM_CHECK(refreshing_graph[device_] == nullptr, "CUDA graph: cannot capture while a graph refreshes");
+  LOOM_CHECK(capturing_graph[device_] == nullptr,
+             "CUDA graph: this thread is already capturing on cuda:", device_);
+  LOOM_CHECK(refreshing_graph[device_] == nullptr,
+             "CUDA graph: cannot capture while a graph refreshes");
   if (captured()) reset();
   DeviceGuard guard(device_);
   // The constants' block comes from the shared cache, before the private pool takes over.
@@ -107,7 +112,8 @@ void Graph::capture_begin() {
 }
 
 void Graph::capture_end() {
-  LOOM_CHECK(capturing_graph[device_] == this, "CUDA graph: capture_end without capture_begin on cuda:", device_);
+  LOOM_CHECK(capturing_graph[device_] == this,
+             "CUDA graph: capture_end without capture_begin on cuda:", device_);
   capturing_graph[device_] = nullptr;
   use_pool(device_, 0);
   set_current_stream(device_, stream_before_capture[device_]);
@@ -118,9 +124,10 @@ void Graph::capture_end() {
     cudaGetLastError();
     if (graph != nullptr) cudaGraphDestroy(graph);
     reset();
-    LOOM_FAIL("CUDA graph capture on cuda:", device_, " failed: ", cudaGetErrorString(status),
-              " (a call inside the captured code that a graph cannot hold, such as a synchronisation "
-              "or work on a stream the capture did not join)");
+    LOOM_FAIL(
+        "CUDA graph capture on cuda:", device_, " failed: ", cudaGetErrorString(status),
+        " (a call inside the captured code that a graph cannot hold, such as a synchronisation "
+        "or work on a stream the capture did not join)");
   }
   graph_ = graph;
   LOOM_CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &num_nodes_));
@@ -145,8 +152,9 @@ void Graph::capture_abort() noexcept {
 
 void Graph::refresh(const std::function<void()>& host_code) {
   LOOM_CHECK(captured(), "CUDA graph refresh: nothing has been captured");
-  LOOM_CHECK(capturing_graph[device_] == nullptr && refreshing_graph[device_] == nullptr,
-             "CUDA graph refresh: this thread is already capturing or refreshing on cuda:", device_);
+  LOOM_CHECK(
+      capturing_graph[device_] == nullptr && refreshing_graph[device_] == nullptr,
+      "CUDA graph refresh: this thread is already capturing or refreshing on cuda:", device_);
   refreshing_graph[device_] = this;
   refresh_cursor_ = 0;
   try {
@@ -156,8 +164,9 @@ void Graph::refresh(const std::function<void()>& host_code) {
     throw;
   }
   refreshing_graph[device_] = nullptr;
-  LOOM_CHECK(align_up(refresh_cursor_) == align_up(constants_.size()), "CUDA graph refresh: the host code stored ",
-             refresh_cursor_, " bytes of replay constants where the capture stored ", constants_.size(),
+  LOOM_CHECK(align_up(refresh_cursor_) == align_up(constants_.size()),
+             "CUDA graph refresh: the host code stored ", refresh_cursor_,
+             " bytes of replay constants where the capture stored ", constants_.size(),
              "; it must make the calls of the capture, in the same order");
   constants_dirty_ = !constants_.empty();
 }
@@ -168,7 +177,8 @@ void Graph::upload_constants() {
     UploadChunk chunk;
     const size_t n = std::min(kUploadChunk, constants_.size() - offset);
     std::memcpy(chunk.bytes, constants_.data() + offset, n);
-    store_constants<<<1, 256, 0, stream>>>(chunk, static_cast<unsigned char*>(constants_device_) + offset, n);
+    store_constants<<<1, 256, 0, stream>>>(
+        chunk, static_cast<unsigned char*>(constants_device_) + offset, n);
     LOOM_CUDA_KERNEL_CHECK();
   }
   constants_dirty_ = false;
@@ -176,8 +186,8 @@ void Graph::upload_constants() {
 
 void Graph::replay() {
   LOOM_CHECK(captured(), "CUDA graph replay: nothing has been captured");
-  LOOM_CHECK(capturing_graph[device_] == nullptr, "CUDA graph replay: cannot replay while capturing on cuda:",
-             device_);
+  LOOM_CHECK(capturing_graph[device_] == nullptr,
+             "CUDA graph replay: cannot replay while capturing on cuda:", device_);
   DeviceGuard guard(device_);
   if (constants_dirty_) upload_constants();
   replay_stream_ = current_stream(device_);

@@ -19,7 +19,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-int64_t blocks_for(int64_t n) { return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32); }
+int64_t blocks_for(int64_t n) {
+  return std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 32);
+}
 
 cudaStream_t stream_of(const Tensor& t) { return cuda::current_stream(t.device().index); }
 
@@ -30,14 +32,17 @@ T* base_ptr(const Tensor& t) {
 
 template <typename T>
 __global__ void fill_kernel(T* out, StridedIndexer ix, int64_t n, T value) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[ix(i)] = value;
   }
 }
 
 template <typename Out, typename In>
-__global__ void copy_kernel(Out* out, StridedIndexer out_ix, const In* in, StridedIndexer in_ix, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void copy_kernel(Out* out, StridedIndexer out_ix, const In* in, StridedIndexer in_ix,
+                            int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[out_ix(i)] = static_cast<Out>(in[in_ix(i)]);
   }
 }
@@ -45,14 +50,17 @@ __global__ void copy_kernel(Out* out, StridedIndexer out_ix, const In* in, Strid
 // out[i] = in[i] over n contiguous elements, converting the dtype.
 template <typename Out, typename In>
 __global__ void flat_convert_kernel(Out* out, const In* in, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = static_cast<Out>(in[i]);
   }
 }
 
 template <typename T>
-__global__ void accumulate_kernel(T* out, StridedIndexer out_ix, const T* in, StridedIndexer in_ix, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void accumulate_kernel(T* out, StridedIndexer out_ix, const T* in, StridedIndexer in_ix,
+                                  int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[out_ix(i)] = static_cast<T>(out[out_ix(i)] + in[in_ix(i)]);
   }
 }
@@ -60,7 +68,8 @@ __global__ void accumulate_kernel(T* out, StridedIndexer out_ix, const T* in, St
 // out[i] = op(out[i], in[i]) over n contiguous elements (in may be null for ops without input).
 template <typename T, typename Op>
 __global__ void flat_kernel(T* out, const T* in, int64_t n, Op op) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = op(out[i], in ? in[i] : T(0));
   }
 }
@@ -86,7 +95,9 @@ __global__ void flat_vec_kernel(T* out, const T* in, int64_t n, Op op) {
 
 struct AddOp {
   template <typename T>
-  __device__ T operator()(T out, T in) const { return static_cast<T>(out + in); }
+  __device__ T operator()(T out, T in) const {
+    return static_cast<T>(out + in);
+  }
 };
 
 template <typename T>
@@ -111,8 +122,8 @@ template <typename T, typename Op>
 void launch_flat(T* out, const T* in, int64_t n, Op op, cudaStream_t stream) {
   if constexpr (sizeof(T) <= 8 && 16 % sizeof(T) == 0) {
     if (aligned16(out) && (!in || aligned16(in))) {
-      flat_vec_kernel<<<blocks_for((n + Pack16<T>::kSize - 1) / Pack16<T>::kSize), kThreads, 0, stream>>>(
-          out, in, n, op);
+      flat_vec_kernel<<<blocks_for((n + Pack16<T>::kSize - 1) / Pack16<T>::kSize), kThreads, 0,
+                        stream>>>(out, in, n, op);
       LOOM_CUDA_KERNEL_CHECK();
       return;
     }
@@ -122,8 +133,10 @@ void launch_flat(T* out, const T* in, int64_t n, Op op, cudaStream_t stream) {
 }
 
 template <typename T>
-__global__ void random_kernel(T* out, int64_t n, int kind, double low, double high, uint64_t seed, uint64_t offset) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void random_kernel(T* out, int64_t n, int kind, double low, double high, uint64_t seed,
+                              uint64_t offset) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     out[i] = random_bits::sample<T>(kind, low, high, seed, offset + i);
   }
 }
@@ -144,7 +157,7 @@ void cuda_fill(const Tensor& dst, double value) {
   const StridedIndexer ix = make_indexer(dst, dst.shape(), "fill_");
   LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "fill_", [&] {
     fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(dst)>>>(base_ptr<scalar_t>(dst), ix, n,
-                                                                 static_cast<scalar_t>(value));
+                                                                static_cast<scalar_t>(value));
     LOOM_CUDA_KERNEL_CHECK();
   });
 }
@@ -154,8 +167,8 @@ void cuda_copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   if (same_dense_layout(dst, src)) {
     if (dst.dtype() == src.dtype()) {
-      LOOM_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice,
-                                      stream_of(dst)));
+      LOOM_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(),
+                                      cudaMemcpyDeviceToDevice, stream_of(dst)));
       return;
     }
     LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "copy_", [&] {
@@ -201,9 +214,10 @@ void cuda_accumulate(const Tensor& dst, const Tensor& src) {
 
 void cuda_fill_random(const Tensor& dst, const RandomParams& p) {
   // The generator's offset is a host number: a replay would draw the same numbers every time.
-  cuda::check_not_capturing(dst.device().index, "a random draw (rand, dropout)",
-                            "its generator offset is chosen on the host, so every replay would repeat the "
-                            "capture's numbers");
+  cuda::check_not_capturing(
+      dst.device().index, "a random draw (rand, dropout)",
+      "its generator offset is chosen on the host, so every replay would repeat the "
+      "capture's numbers");
   cuda::DeviceGuard guard(dst.device().index);
   const int64_t n = dst.numel();
   LOOM_DISPATCH_ALL_AND_BF16(dst.dtype(), "random", [&] {
@@ -219,7 +233,8 @@ namespace {
 // (as PyTorch's copy_device_to_device does): it runs on the source's stream, after what the
 // destination's stream still does with the destination block, and the destination's stream
 // waits for it. On the source's stream, the source block cannot be reused before it is read.
-void copy_between_devices(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+void copy_between_devices(void* dst, Device dst_device, const void* src, Device src_device,
+                          size_t nbytes) {
   const int from = src_device.index, to = dst_device.index;
   cudaStream_t src_stream = cuda::current_stream(from);
   if (from == to) {
@@ -245,12 +260,15 @@ void copy_between_devices(void* dst, Device dst_device, const void* src, Device 
 void cuda_memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
   if (nbytes == 0) return;
   const Device gpu = dst_device.is_cuda() ? dst_device : src_device;
-  cuda::check_not_capturing(gpu.index, "a copy between devices or to or from the host (item(), to(), cpu())",
-                            "it waits for the device, and a capture runs nothing until it is replayed");
-  if (dst_device.is_cuda() && src_device.is_cuda()) return copy_between_devices(dst, dst_device, src, src_device, nbytes);
+  cuda::check_not_capturing(
+      gpu.index, "a copy between devices or to or from the host (item(), to(), cpu())",
+      "it waits for the device, and a capture runs nothing until it is replayed");
+  if (dst_device.is_cuda() && src_device.is_cuda())
+    return copy_between_devices(dst, dst_device, src, src_device, nbytes);
   cuda::DeviceGuard guard(gpu.index);
   cudaStream_t stream = cuda::current_stream(gpu.index);
-  const cudaMemcpyKind kind = dst_device.is_cuda() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  const cudaMemcpyKind kind =
+      dst_device.is_cuda() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, stream));
   // The host side may be pageable memory the caller reuses or reads right away.
   LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -264,7 +282,8 @@ void cuda_memcpy_on_stream(void* dst, Device dst_device, const void* src, Device
   if (dst_device == src_device) {
     LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream));
   } else {
-    LOOM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream));
+    LOOM_CUDA_CHECK(
+        cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream));
   }
 }
 

@@ -37,8 +37,8 @@ namespace cuda {
 namespace detail {
 void throw_cuda_error(const char* library, const char* call, const char* message, const char* file,
                       int line) {
-  throw Error(::loom::detail::concat(library, " error: ", message, " in ", call, " at ", file, ":",
-                                     line));
+  throw Error(
+      ::loom::detail::concat(library, " error: ", message, " in ", call, " at ", file, ":", line));
 }
 }  // namespace detail
 
@@ -110,7 +110,8 @@ bool enable_peer_access(int device, int peer) {
   LOOM_CUDA_CHECK(cudaDeviceCanAccessPeer(&backward, high, low));
   const bool allowed = forward != 0 && backward != 0;
   if (allowed) {
-    for (const auto& [from, to] : {std::pair<int, int>{low, high}, std::pair<int, int>{high, low}}) {
+    for (const auto& [from, to] :
+         {std::pair<int, int>{low, high}, std::pair<int, int>{high, low}}) {
       DeviceGuard guard(from);
       const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
       // Another library of the process (NCCL, a user's code) may have enabled it first.
@@ -131,7 +132,8 @@ void destroy_stream(int device, StreamHandle stream) {
 }
 
 void synchronize(int device) {
-  check_not_capturing(device, "cuda::synchronize", "the host cannot wait for work that only runs when replayed");
+  check_not_capturing(device, "cuda::synchronize",
+                      "the host cannot wait for work that only runs when replayed");
   DeviceGuard guard(device);
   LOOM_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -148,7 +150,8 @@ void profiler_stop() { LOOM_CUDA_CHECK(cudaProfilerStop()); }
 
 Event::Event(int device, bool timing) : device_(device) {
   DeviceGuard guard(device);
-  LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  LOOM_CUDA_CHECK(
+      cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }
 
 Event::~Event() {
@@ -160,15 +163,19 @@ void Event::record(StreamHandle stream) {
   LOOM_CUDA_CHECK(cudaEventRecord(event_, stream));
 }
 
-void Event::wait(StreamHandle stream) const { LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+void Event::wait(StreamHandle stream) const {
+  LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
 
 void Event::synchronize() const {
-  check_not_capturing(device_, "Event::synchronize", "the host cannot wait for work that only runs when replayed");
+  check_not_capturing(device_, "Event::synchronize",
+                      "the host cannot wait for work that only runs when replayed");
   LOOM_CUDA_CHECK(cudaEventSynchronize(event_));
 }
 
 bool Event::query() const {
-  check_not_capturing(device_, "Event::query", "work recorded in a capture has no completion to ask about");
+  check_not_capturing(device_, "Event::query",
+                      "work recorded in a capture has no completion to ask about");
   const cudaError_t status = cudaEventQuery(event_);
   if (status == cudaErrorNotReady) {
     cudaGetLastError();  // "not ready" is an answer, not an error for the next check to find

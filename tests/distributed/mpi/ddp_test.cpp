@@ -18,7 +18,8 @@ TEST(MpiDdp, NProcessesOfBatchBEqualOneRankOfBatchNB) {
   const TrainedRun single = train_single(data, global, steps, kCPU);
   const TrainedRun mine = train_rank(*group, data, global, steps);
   for (int s = 0; s < steps; ++s) {
-    EXPECT_NEAR(mine.losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s])) << "step " << s;
+    EXPECT_NEAR(mine.losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s]))
+        << "step " << s;
   }
   EXPECT_LE(worst_relative(mine.gradients, single.gradients), 1e-5);
   EXPECT_LE(worst_relative(mine.parameters, single.parameters), 1e-5);

@@ -15,9 +15,9 @@ inline constexpr std::chrono::seconds kMpiCeiling(100);
 
 // A new group over every rank (a fresh communicator, so a fault in one test cannot reach the
 // next). Tests that pass finish in well under a second; the timeout turns a bug into a failure.
-inline dist::GroupPtr fresh_group(std::chrono::milliseconds timeout = scaled(std::chrono::seconds(30),
-                                                                          kMpiCeiling),
-                                  bool check_collectives = false) {
+inline dist::GroupPtr fresh_group(
+    std::chrono::milliseconds timeout = scaled(std::chrono::seconds(30), kMpiCeiling),
+    bool check_collectives = false) {
   dist::GroupOptions options;
   options.timeout = timeout;
   options.check_collectives = check_collectives;

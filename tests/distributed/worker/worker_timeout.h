@@ -14,7 +14,8 @@ inline bool timeout_from_environment(const char* program, std::chrono::milliseco
   char* end = nullptr;
   const long long ms = std::strtoll(v, &end, 10);
   if (*end != '\0' || ms <= 0) {
-    std::fprintf(stderr, "%s: LOOM_DIST_TIMEOUT_MS='%s' is not a positive number of ms\n", program, v);
+    std::fprintf(stderr, "%s: LOOM_DIST_TIMEOUT_MS='%s' is not a positive number of ms\n", program,
+                 v);
     return false;
   }
   *timeout = std::chrono::milliseconds(ms);
