@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages loom builds and tests with, only those missing (idempotent).
-# LOOM_WITH_PLOTTING=1 adds matplotlib for tools/plot_metrics.py; LOOM_WITH_FUZZ=1 clang.
+# LOOM_WITH_PLOTTING=1 adds matplotlib for tools/plot_metrics.py; LOOM_WITH_FUZZ=1 clang;
+# LOOM_WITH_FORMAT=1 clang-format-14 (scripts/check-format.sh).
 # slurm-wlm, munge and python3-yaml are for the cluster tests (tests/cluster), which start their
 # own daemons: the packages' services are not started here (see policy-rc.d below).
 # Needs root or sudo. The CUDA toolkit, cuDNN and NCCL are not Debian packages here: loom
@@ -17,6 +18,7 @@ packages=(
   slurm-wlm munge python3-yaml
 )
 [ "${LOOM_WITH_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
+[ "${LOOM_WITH_FORMAT:-0}" = 1 ] && packages+=(clang-format-14)
 # tools/plot_metrics.py's charts: LOOM_WITH_PLOTTING=1 scripts/install-deps.sh
 [ "${LOOM_WITH_PLOTTING:-0}" = 1 ] && packages+=(python3-matplotlib)
 

@@ -1,5 +1,6 @@
 // loom-catdog's CPU path end to end (train one epoch, evaluate, predict) on a generated photo
 // folder, and every bad input ending with one clear message and a non-zero exit, never a crash.
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "app_runner.h"
@@ -57,7 +58,10 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
   // The chart command works from anywhere: the script and the CSV by absolute path.
-  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  // LOOM_SOURCE_DIR (set by CTest) rather than __FILE__, which ccache's base_dir makes relative.
+  const char* source_dir = std::getenv("LOOM_SOURCE_DIR");
+  ASSERT_NE(source_dir, nullptr) << "run the test through ctest";
+  const fs::path source_root = source_dir;
   const std::string script = (source_root / "tools" / "plot_metrics.py").string();
   EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"),
             std::string::npos)
