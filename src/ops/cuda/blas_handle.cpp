@@ -25,7 +25,7 @@ bool tf32_allowed() {
 struct ThreadHandles {
   std::unordered_map<int, cublasHandle_t> by_device;
   ~ThreadHandles() {
-    for (auto& entry : by_device) cublasDestroy(entry.second);
+    for (auto& entry : by_device) cublas().cublasDestroy(entry.second);
   }
 };
 
@@ -37,15 +37,15 @@ cublasHandle_t blas_handle(int device) {
   if (it == handles.by_device.end()) {
     DeviceGuard guard(device);
     cublasHandle_t handle = nullptr;
-    LOOM_LIBRARY_CHECK("cuBLAS", cublasCreate(&handle), CUBLAS_STATUS_SUCCESS,
-                       cublasGetStatusString);
+    LOOM_LIBRARY_CHECK("cuBLAS", cublas().cublasCreate(&handle), CUBLAS_STATUS_SUCCESS,
+                       cublas().cublasGetStatusString);
     const cublasMath_t mode = tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    LOOM_LIBRARY_CHECK("cuBLAS", cublasSetMathMode(handle, mode), CUBLAS_STATUS_SUCCESS,
-                       cublasGetStatusString);
+    LOOM_LIBRARY_CHECK("cuBLAS", cublas().cublasSetMathMode(handle, mode), CUBLAS_STATUS_SUCCESS,
+                       cublas().cublasGetStatusString);
     it = handles.by_device.emplace(device, handle).first;
   }
-  LOOM_LIBRARY_CHECK("cuBLAS", cublasSetStream(it->second, current_stream(device)),
-                     CUBLAS_STATUS_SUCCESS, cublasGetStatusString);
+  LOOM_LIBRARY_CHECK("cuBLAS", cublas().cublasSetStream(it->second, current_stream(device)),
+                     CUBLAS_STATUS_SUCCESS, cublas().cublasGetStatusString);
   return it->second;
 }
 

@@ -4,7 +4,7 @@
 // cores (read once per process).
 #pragma once
 
-#include <cublas_v2.h>
+#include "loom/ops/cuda/cublas_library.h"
 
 namespace loom::cuda {
 

@@ -22,16 +22,16 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                     int k, const float* a, int lda, long long sa, const float* b, int ldb,
                     long long sb, float* c, int ldc, long long sc, int batch) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &one, a, lda, sa, b, ldb, sb, &zero, c, ldc,
-                                   sc, batch);
+  return cuda::cublas().cublasSgemmStridedBatched(h, ta, tb, m, n, k, &one, a, lda, sa, b, ldb, sb,
+                                                  &zero, c, ldc, sc, batch);
 }
 
 cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                     int k, const double* a, int lda, long long sa, const double* b, int ldb,
                     long long sb, double* c, int ldc, long long sc, int batch) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &one, a, lda, sa, b, ldb, sb, &zero, c, ldc,
-                                   sc, batch);
+  return cuda::cublas().cublasDgemmStridedBatched(h, ta, tb, m, n, k, &one, a, lda, sa, b, ldb, sb,
+                                                  &zero, c, ldc, sc, batch);
 }
 
 // Bfloat16 operands and result, float32 accumulation and scaling factors (tensor cores).
@@ -39,9 +39,9 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                     int k, const BFloat16* a, int lda, long long sa, const BFloat16* b, int ldb,
                     long long sb, BFloat16* c, int ldc, long long sc, int batch) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, a, CUDA_R_16BF, lda, sa, b,
-                                    CUDA_R_16BF, ldb, sb, &zero, c, CUDA_R_16BF, ldc, sc, batch,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cuda::cublas().cublasGemmStridedBatchedEx(
+      h, ta, tb, m, n, k, &one, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF, ldb, sb, &zero, c,
+      CUDA_R_16BF, ldc, sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ void cuda_gemm(const MatrixOperand& a, const MatrixOperand& b, const Tensor& out
              as_int(b.ld, "ld"), b.batch_stride, static_cast<const scalar_t*>(a.tensor.raw_data()),
              as_int(a.ld, "ld"), a.batch_stride, out.data_ptr<scalar_t>(), m,
              static_cast<long long>(n) * m, batch),
-        CUBLAS_STATUS_SUCCESS, cublasGetStatusString);
+        CUBLAS_STATUS_SUCCESS, cuda::cublas().cublasGetStatusString);
   });
 }
 

@@ -1,5 +1,4 @@
 // The first CUDA step's one-time library work, for warm_up (ops/warm_up.h).
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "loom/ops/cuda/blas_handle.h"
@@ -40,17 +39,17 @@ void warm_up_cublas(int device) {
   cudaError_t status = cudaMallocAsync(&buffer, 3 * sizeof(float), stream);
   if (status == cudaSuccess) status = cudaMemsetAsync(buffer, 0, 3 * sizeof(float), stream);
   cublasStatus_t gemm = CUBLAS_STATUS_SUCCESS;
-  if (status == cudaSuccess) gemm = cublasSetStream(handle, stream);
+  if (status == cudaSuccess) gemm = cuda::cublas().cublasSetStream(handle, stream);
   if (status == cudaSuccess && gemm == CUBLAS_STATUS_SUCCESS) {
     const float one = 1.0f, zero = 0.0f;
-    gemm = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, buffer, 1, buffer + 1, 1,
-                       &zero, buffer + 2, 1);
+    gemm = cuda::cublas().cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, buffer, 1,
+                                      buffer + 1, 1, &zero, buffer + 2, 1);
   }
   if (buffer != nullptr) cudaFreeAsync(buffer, stream);
   const cudaError_t synced = cudaStreamSynchronize(stream);
   cudaStreamDestroy(stream);
   LOOM_CUDA_CHECK(status);
-  LOOM_LIBRARY_CHECK("cuBLAS", gemm, CUBLAS_STATUS_SUCCESS, cublasGetStatusString);
+  LOOM_LIBRARY_CHECK("cuBLAS", gemm, CUBLAS_STATUS_SUCCESS, cuda::cublas().cublasGetStatusString);
   LOOM_CUDA_CHECK(synced);
 }
 
