@@ -124,6 +124,14 @@ few = {8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20}
 def fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
+# busbw at world size 1 is n/a: one rank has no link (NCCL's one-rank path); the benches write
+# null there, and older files' zeros or algbw-equal values are not read as bandwidth either.
+def busbw(r):
+    return r.get("busbw_gbps") if r and r.get("world_size", 2) > 1 else None
+
+def fmt_busbw(r):
+    return "n/a" if r and r.get("world_size", 2) == 1 else fmt(busbw(r))
+
 def render(short):
     lines = []
     head = ("| op | ranks | size (B) | loom us avg | loom us max | loom issue us | loom busbw | "
@@ -144,11 +152,11 @@ def render(short):
                 sizes = [s for s in sizes if s in keep]
             for s in sizes:
                 a, b, c = lp.get(s), tp.get(s), lt.get(s)
-                ratio = (a["busbw_gbps"] / b["busbw_gbps"]) if a and b and b["busbw_gbps"] > 0 else None
+                ratio = busbw(a) / busbw(b) if busbw(a) is not None and busbw(b) else None
                 g = lambda r, k, spec=".2f": fmt(r.get(k) if r else None, spec)
                 lines.append(f"| {op} | {w} | {s} | {g(a, 'time_us')} | {g(a, 'time_max_us')} | {g(a, 'issue_us')} | "
-                             f"{g(a, 'busbw_gbps')} | {g(b, 'time_us')} | {g(b, 'time_max_us')} | {g(b, 'issue_us')} | "
-                             f"{g(b, 'busbw_gbps')} | {fmt(ratio)} | {g(c, 'time_us')} | {g(c, 'busbw_gbps')} | "
+                             f"{fmt_busbw(a)} | {g(b, 'time_us')} | {g(b, 'time_max_us')} | {g(b, 'issue_us')} | "
+                             f"{fmt_busbw(b)} | {'n/a' if w == 1 else fmt(ratio)} | {g(c, 'time_us')} | {fmt_busbw(c)} | "
                              f"{g(a, 'wrong', 'd')}, {g(b, 'wrong', 'd')}, {g(c, 'wrong', 'd')} |")
     lines.append("")
     lines.append("Peak busbw (GB/s) over the sizes, and #wrong summed over every size:")
@@ -161,8 +169,8 @@ def render(short):
             continue
         peaks = []
         for op in ops:
-            bw = [r.get("busbw_gbps", 0) for r in rows if r.get("op") == op]
-            peaks.append(fmt(max(bw)) if bw else "-")
+            bw = [busbw(r) or 0.0 for r in rows if r.get("op") == op]
+            peaks.append("n/a" if rows[0].get("world_size") == 1 else fmt(max(bw)) if bw else "-")
         wrong = sum(int(r.get("wrong", 0)) for r in rows)
         lines.append(f"| {name} | {rows[0].get('world_size')} | {rows[0].get('launch')} | "
                      + " | ".join(peaks) + f" | {wrong} |")
