@@ -2,6 +2,7 @@
 // sequence numbers, the in-flight list, abort, and the cross-rank fingerprint check.
 #include "loom/distributed/process_group.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -62,8 +63,11 @@ ProcessGroup::ProcessGroup(int rank, int size, Device device, GroupOptions optio
 
 ProcessGroup::~ProcessGroup() = default;
 
-std::string ProcessGroup::who() const {
-  return detail::concat("rank ", rank_, " of ", size_, " (", backend(), ")");
+const std::string& ProcessGroup::who() const {
+  std::call_once(who_once_, [this] {
+    who_ = detail::concat("rank ", rank_, " of ", size_, " (", backend(), ")");
+  });
+  return who_;
 }
 
 std::string ProcessGroup::abort_reason() const {
@@ -89,20 +93,20 @@ void ProcessGroup::abort(const std::string& reason) {
 WorkPtr ProcessGroup::make_work(const CollectiveInfo& info) {
   std::weak_ptr<ProcessGroup> self = weak_from_this();
   auto work = std::make_shared<Work>(info, who(), device_, options_.timeout,
-                                     [self, info](const std::string& reason) {
+                                     [self, sequence = info.sequence](const std::string& reason) {
                                        if (auto group = self.lock()) {
-                                         group->abort(reason + group->timeout_detail(info));
+                                         group->abort(reason + group->timeout_detail(sequence));
                                        }
                                      });
   std::lock_guard<std::mutex> lock(mutex_);
-  // Finished works leave the list here and in in_flight(), so it stays as short as the queue.
-  std::vector<WorkPtr> still;
-  for (WorkPtr& w : in_flight_) {
-    if (!w->is_completed()) still.push_back(std::move(w));
-  }
-  in_flight_.swap(still);
-  in_flight_.push_back(work);
-  return work;
+  // Finished works leave the list here (in place: no allocation in backward's bucket hooks) and
+  // in in_flight(), so it stays as short as the queue; polling also completes them early, which
+  // frees their events for the next collectives.
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [](const WorkPtr& w) { return w->is_completed(); }),
+                   in_flight_.end());
+  in_flight_.push_back(std::move(work));
+  return in_flight_.back();
 }
 
 std::vector<WorkPtr> ProcessGroup::in_flight() {
