@@ -242,15 +242,9 @@ largest=$(echo "$worlds" | tr ' ' '\n' | grep . | sort -n | tail -1)
 threads_worlds=${THREADS_WORLDS-$largest}
 cores=$(nproc 2>/dev/null || echo 2)
 
-failed=0
-note() { echo "$*" >&2; }
-
-# A process that has not ended (a zombie has ended: it waits only for us to reap it).
-running() {
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
+# failed, note, running and allowed (run and its trap are this script's own, below).
+# shellcheck source=bench/run_lib.sh
+. "$here/run_lib.sh"
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
@@ -262,17 +256,6 @@ sample_placement() {  # one nvidia-smi sample of the compute processes, time-sta
   t=$(date +%s.%N)
   nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader 2>/dev/null \
     | sed "s/^/$t, /" >> "$out/placement_samples.csv"
-}
-
-# The seconds a run may take: RUN_TIMEOUT_S, or what is left before DEADLINE (epoch seconds).
-allowed() {
-  local limit=$run_timeout
-  if [ -n "${DEADLINE:-}" ]; then
-    local left=$(( DEADLINE - $(date +%s) ))
-    [ "$left" -lt "$limit" ] && limit=$left
-  fi
-  [ "$limit" -gt 0 ] || limit=0
-  echo "$limit"
 }
 
 # What runs now: rank processes (launch) or one process group (run); stopped if this script is.
