@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "loom/distributed/event_pool.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/shape.h"
@@ -190,7 +191,8 @@ WorkPtr ProcessGroup::barrier() {
 WorkPtr ProcessGroup::watch_stream(const std::string& what) {
   CollectiveInfo info;
   info.sequence = sequence_;
-  info.what = detail::concat(what, " (after collective #", sequence_, ")");
+  // Once a captured step: plain appends, not concat's stream.
+  info.what = what + " (after collective #" + std::to_string(sequence_) + ")";
   if (is_aborted()) {
     throw Error(detail::concat("loom.dist: ", who(), ": ", info.what,
                                " refused: the group was aborted: ", abort_reason()));
@@ -200,7 +202,8 @@ WorkPtr ProcessGroup::watch_stream(const std::string& what) {
     work->mark_completed();
     return work;
   }
-  auto done = std::make_shared<cuda::Event>(device_.index, false);
+  if (!watch_events_) watch_events_ = std::make_unique<EventPool>(device_.index);
+  std::shared_ptr<cuda::Event> done = watch_events_->spare();
   done->record(cuda::current_stream(device_.index));
   work->mark_launched(std::move(done));
   return work;

@@ -17,6 +17,8 @@
 
 namespace loom::dist {
 
+class EventPool;
+
 class SharedMemoryAgreement;
 
 struct GroupOptions {
@@ -132,6 +134,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   mutable std::mutex mutex_;  // guards abort_reason_ and in_flight_
   std::string abort_reason_;
   std::vector<WorkPtr> in_flight_;
+  std::unique_ptr<EventPool> watch_events_;  // watch_stream's, on a CUDA device
   std::shared_ptr<SharedMemoryAgreement> shared_memory_;
 };
 
