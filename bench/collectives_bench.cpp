@@ -216,6 +216,17 @@ struct Row {
   double avg_us = 0, max_us = 0, issue_us = 0, algbw = 0, busbw = 0;
 };
 
+// busbw means the bytes each rank's link carries; one rank has no link, and NCCL's one-rank
+// path is a local copy or nothing, so at world size 1 busbw is n/a (text) and null (JSON).
+bool has_busbw(int n) { return n > 1; }
+
+// The busbw column: "%7.2f" or n/a; its JSON value: "%.4f" or null.
+std::string busbw_text(const Row& r, int n, bool json) {
+  char text[32];
+  std::snprintf(text, sizeof(text), json ? "%.4f" : "%7.2f", r.busbw);
+  return has_busbw(n) ? text : json ? "null" : "    n/a";
+}
+
 // The reduction timed: sum, or max for integers, whose repeated in-place sums would overflow.
 dist::ReduceOp timed_op(DType dtype) {
   return loom::is_floating(dtype) ? dist::ReduceOp::Sum : dist::ReduceOp::Max;
@@ -406,8 +417,9 @@ void print_op_header(const Config& cfg, Op op, int n) {
   std::string what = op == Op::Broadcast ? "root 0, " : "";
   if (reduces(op))
     what = std::string("reduction ") + dist::reduce_op_name(timed_op(cfg.dtype)) + ", ";
-  std::printf("# %s: %s%s; busbw factor %.4f\n", op_name(op), what.c_str(),
-              in_place(op) ? "in place" : "out of place", bus_factor(op, n));
+  std::printf("# %s: %s%s; busbw factor %.4f%s\n", op_name(op), what.c_str(),
+              in_place(op) ? "in place" : "out of place", bus_factor(op, n),
+              has_busbw(n) ? "" : " (busbw n/a at world size 1: no link, NCCL's one-rank path)");
   std::printf("# %10s  %12s  %8s  %6s  %5s  %5s  %10s  %10s  %8s  %7s  %7s  %6s\n", "size", "count",
               "type", "redop", "root", "place", "time(avg)", "time(max)", "issue", "algbw", "busbw",
               "#wrong");
@@ -424,14 +436,15 @@ std::string json_row(const dist::ProcessGroup& g, const Config& cfg, Op op, cons
       "\"%s\", "
       "\"redop\": \"%s\", \"root\": %d, \"place\": \"%s\", \"size_bytes\": %lld, \"count\": %lld, "
       "\"time_us\": %.3f, \"time_max_us\": %.3f, \"issue_us\": %.3f, \"algbw_gbps\": %.4f, "
-      "\"busbw_gbps\": %.4f, \"wrong\": %lld, \"iters\": %d, \"warmup\": %d, "
+      "\"busbw_gbps\": %s, \"wrong\": %lld, \"iters\": %d, \"warmup\": %d, "
       "\"time_over_ranks\": \"avg\"}",
       g.backend(), cfg.launch.c_str(), cfg.launcher.c_str(), g.size(), g.device().str().c_str(),
       dist::nccl_version().c_str(), op_name(op), cfg.dtype_name.c_str(),
       reduces(op) ? dist::reduce_op_name(timed_op(cfg.dtype)) : "none",
       op == Op::Broadcast ? 0 : -1, in_place(op) ? "in" : "out", static_cast<long long>(r.bytes),
-      static_cast<long long>(r.count), r.avg_us, r.max_us, r.issue_us, r.algbw, r.busbw,
-      static_cast<long long>(r.wrong), cfg.iters, cfg.warmup);
+      static_cast<long long>(r.count), r.avg_us, r.max_us, r.issue_us, r.algbw,
+      busbw_text(r, g.size(), true).c_str(), static_cast<long long>(r.wrong), cfg.iters,
+      cfg.warmup);
   return text;
 }
 
@@ -445,12 +458,12 @@ void print_row(const dist::ProcessGroup& g, const Config& cfg, Op op, const Row&
   if (cfg.json) {
     std::printf("%s\n", json.c_str());
   } else {
-    std::printf("%12lld  %12lld  %8s  %6s  %5d  %5s  %10.2f  %10.2f  %8.2f  %7.2f  %7.2f  %6lld\n",
-                static_cast<long long>(r.bytes), static_cast<long long>(r.count),
-                cfg.dtype_name.c_str(),
-                reduces(op) ? dist::reduce_op_name(timed_op(cfg.dtype)) : "none",
-                op == Op::Broadcast ? 0 : -1, in_place(op) ? "in" : "out", r.avg_us, r.max_us,
-                r.issue_us, r.algbw, r.busbw, static_cast<long long>(r.wrong));
+    std::printf(
+        "%12lld  %12lld  %8s  %6s  %5d  %5s  %10.2f  %10.2f  %8.2f  %7.2f  %7s  %6lld\n",
+        static_cast<long long>(r.bytes), static_cast<long long>(r.count), cfg.dtype_name.c_str(),
+        reduces(op) ? dist::reduce_op_name(timed_op(cfg.dtype)) : "none",
+        op == Op::Broadcast ? 0 : -1, in_place(op) ? "in" : "out", r.avg_us, r.max_us, r.issue_us,
+        r.algbw, busbw_text(r, g.size(), false).c_str(), static_cast<long long>(r.wrong));
   }
   std::fflush(stdout);
 }
@@ -472,8 +485,13 @@ int64_t sweep(dist::ProcessGroup& g, const Config& cfg, Op op, FILE* json_file) 
   if (printer && !cfg.json) {
     std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
                 wrong ? "FAILED" : "OK");
-    std::printf("# Avg bus bandwidth    : %.4f GB/s over %lld sizes\n#\n",
-                rows ? busbw_sum / static_cast<double>(rows) : 0.0, static_cast<long long>(rows));
+    if (has_busbw(g.size())) {
+      std::printf("# Avg bus bandwidth    : %.4f GB/s over %lld sizes\n#\n",
+                  rows ? busbw_sum / static_cast<double>(rows) : 0.0, static_cast<long long>(rows));
+    } else {
+      std::printf("# Avg bus bandwidth    : n/a (world size 1) over %lld sizes\n#\n",
+                  static_cast<long long>(rows));
+    }
   }
   return wrong;
 }

@@ -192,7 +192,8 @@ def measure(args, op, size, world, rank, device):
     row["time_max_us"] = reduce_scalar(us, torch.float64, dist.ReduceOp.MAX, device)
     row["issue_us"] = reduce_scalar(issue_us, torch.float64, dist.ReduceOp.SUM, device) / world
     row["algbw_gbps"] = row["size_bytes"] / (row["time_us"] * 1e-6) / 1e9
-    row["busbw_gbps"] = row["algbw_gbps"] * bus_factor(op, world)
+    # One rank has no link to measure (NCCL's one-rank path): busbw is n/a, null in the JSON.
+    row["busbw_gbps"] = row["algbw_gbps"] * bus_factor(op, world) if world > 1 else None
 
     # The check on rank values, outputs poisoned with 0 (no answer's value below 64 ranks).
     inp.copy_(rank_values(in_numel, dtype, rank, device))
@@ -262,7 +263,8 @@ def print_op_header(args, op, world):
     if reduces(op):
         what = f"reduction {'sum' if DTYPES[args.dtype].is_floating_point else 'max'}, "
     print(f"# {op}: {what}{'in place' if in_place(op) else 'out of place'}; "
-          f"busbw factor {bus_factor(op, world):.4f}")
+          f"busbw factor {bus_factor(op, world):.4f}"
+          + ("" if world > 1 else " (busbw n/a at world size 1: no link, NCCL's one-rank path)"))
     print(COLS % ("size", "count", "type", "redop", "root", "place", "time(avg)", "time(max)", "issue",
                   "algbw", "busbw", "#wrong"))
     print(COLS % ("(B)", "(elements)", "", "", "", "", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""))
@@ -322,7 +324,7 @@ def main():
             if r["count"] == 0:
                 continue  # below one element per rank, as collectives_bench skips it
             wrong += r["wrong"]
-            busbw += r["busbw_gbps"]
+            busbw += r["busbw_gbps"] or 0.0
             rows += 1
             if rank != 0:
                 continue
@@ -338,14 +340,15 @@ def main():
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
-                print("%12d  %12d  %8s  %6s  %5d  %5s  %10.2f  %10.2f  %8.2f  %7.2f  %7.2f  %6d"
+                bus = "    n/a" if r["busbw_gbps"] is None else "%7.2f" % r["busbw_gbps"]
+                print("%12d  %12d  %8s  %6s  %5d  %5s  %10.2f  %10.2f  %8.2f  %7.2f  %7s  %6d"
                       % (r["size_bytes"], r["count"], args.dtype, name, root,
                          "in" if in_place(op) else "out", r["time_us"], r["time_max_us"],
-                         r["issue_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]), flush=True)
+                         r["issue_us"], r["algbw_gbps"], bus, r["wrong"]), flush=True)
         if rank == 0 and not args.json:
             print(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
-            print(f"# Avg bus bandwidth    : {busbw / rows if rows else 0.0:.4f} GB/s over {rows} sizes\n#",
-                  flush=True)
+            avg = f"{busbw / rows if rows else 0.0:.4f} GB/s" if world > 1 else "n/a (world size 1)"
+            print(f"# Avg bus bandwidth    : {avg} over {rows} sizes\n#", flush=True)
         wrong_all += wrong
     if json_file:
         json_file.close()

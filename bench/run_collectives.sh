@@ -124,6 +124,14 @@ few = {8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20}
 def fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
+# busbw at world size 1 is n/a: one rank has no link (NCCL's one-rank path); the benches write
+# null there, and older files' zeros or algbw-equal values are not read as bandwidth either.
+def busbw(r):
+    return r.get("busbw_gbps") if r and r.get("world_size", 2) > 1 else None
+
+def fmt_busbw(r):
+    return "n/a" if r and r.get("world_size", 2) == 1 else fmt(busbw(r))
+
 def render(short):
     lines = []
     head = ("| op | ranks | size (B) | loom us avg | loom us max | loom issue us | loom busbw | "
@@ -144,11 +152,11 @@ def render(short):
                 sizes = [s for s in sizes if s in keep]
             for s in sizes:
                 a, b, c = lp.get(s), tp.get(s), lt.get(s)
-                ratio = (a["busbw_gbps"] / b["busbw_gbps"]) if a and b and b["busbw_gbps"] > 0 else None
+                ratio = busbw(a) / busbw(b) if busbw(a) is not None and busbw(b) else None
                 g = lambda r, k, spec=".2f": fmt(r.get(k) if r else None, spec)
                 lines.append(f"| {op} | {w} | {s} | {g(a, 'time_us')} | {g(a, 'time_max_us')} | {g(a, 'issue_us')} | "
-                             f"{g(a, 'busbw_gbps')} | {g(b, 'time_us')} | {g(b, 'time_max_us')} | {g(b, 'issue_us')} | "
-                             f"{g(b, 'busbw_gbps')} | {fmt(ratio)} | {g(c, 'time_us')} | {g(c, 'busbw_gbps')} | "
+                             f"{fmt_busbw(a)} | {g(b, 'time_us')} | {g(b, 'time_max_us')} | {g(b, 'issue_us')} | "
+                             f"{fmt_busbw(b)} | {'n/a' if w == 1 else fmt(ratio)} | {g(c, 'time_us')} | {fmt_busbw(c)} | "
                              f"{g(a, 'wrong', 'd')}, {g(b, 'wrong', 'd')}, {g(c, 'wrong', 'd')} |")
     lines.append("")
     lines.append("Peak busbw (GB/s) over the sizes, and #wrong summed over every size:")
@@ -161,8 +169,8 @@ def render(short):
             continue
         peaks = []
         for op in ops:
-            bw = [r.get("busbw_gbps", 0) for r in rows if r.get("op") == op]
-            peaks.append(fmt(max(bw)) if bw else "-")
+            bw = [busbw(r) or 0.0 for r in rows if r.get("op") == op]
+            peaks.append("n/a" if rows[0].get("world_size") == 1 else fmt(max(bw)) if bw else "-")
         wrong = sum(int(r.get("wrong", 0)) for r in rows)
         lines.append(f"| {name} | {rows[0].get('world_size')} | {rows[0].get('launch')} | "
                      + " | ".join(peaks) + f" | {wrong} |")
@@ -234,15 +242,9 @@ largest=$(echo "$worlds" | tr ' ' '\n' | grep . | sort -n | tail -1)
 threads_worlds=${THREADS_WORLDS-$largest}
 cores=$(nproc 2>/dev/null || echo 2)
 
-failed=0
-note() { echo "$*" >&2; }
-
-# A process that has not ended (a zombie has ended: it waits only for us to reap it).
-running() {
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
+# failed, note, running and allowed (run and its trap are this script's own, below).
+# shellcheck source=bench/run_lib.sh
+. "$here/run_lib.sh"
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
@@ -254,17 +256,6 @@ sample_placement() {  # one nvidia-smi sample of the compute processes, time-sta
   t=$(date +%s.%N)
   nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader 2>/dev/null \
     | sed "s/^/$t, /" >> "$out/placement_samples.csv"
-}
-
-# The seconds a run may take: RUN_TIMEOUT_S, or what is left before DEADLINE (epoch seconds).
-allowed() {
-  local limit=$run_timeout
-  if [ -n "${DEADLINE:-}" ]; then
-    local left=$(( DEADLINE - $(date +%s) ))
-    [ "$left" -lt "$limit" ] && limit=$left
-  fi
-  [ "$limit" -gt 0 ] || limit=0
-  echo "$limit"
 }
 
 # What runs now: rank processes (launch) or one process group (run); stopped if this script is.

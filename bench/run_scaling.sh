@@ -13,7 +13,11 @@
 #   bench/run_scaling.sh BUILD_DIR OUT_DIR
 #   bench/run_scaling.sh --table-only OUT_DIR   (the table again from the reports already there)
 # From the environment: GPUS (1,2,4,8), STEPS (300), WARMUP (50), PRECISION (tf32), SCALING
-# (weak), CONFIGS ("seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32
+# (weak), CHANNELS_LAST (1: both frameworks channels-last), LOOM_ARGS and TORCH_ARGS (more flags
+# for loom-scaling and scaling_torch.py, e.g. TORCH_ARGS=--compile: PyTorch at its best), TAG (a
+# suffix for the run names, so that runs of another precision sit beside these: loom_<model>_b<batch>_<TAG>;
+# --table-only reads TAGS, several), FRAMEWORKS ("torch loom": either alone runs only its side; the
+# other side's report, if there, stays), WARMUP_SECONDS (loom-scaling's, default its own), CONFIGS ("seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32
 # resnet18:256"), LAUNCH (processes: loom's launch beside PyTorch), THREADS_CONFIGS (""),
 # THREADS_GPUS (the largest of GPUS), RUN_TIMEOUT_S (900, each run), DEADLINE (epoch seconds:
 # runs that would end past it are cut short or not started, and say so), CLOCKS_CSV
@@ -30,14 +34,16 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 
 configs=${CONFIGS:-seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32 resnet18:256}
 threads_configs=${THREADS_CONFIGS:-}
+suffix=${TAG:+_$TAG}
 
 # The table: one row per model, batch, launch and GPU count, loom's and PyTorch's report side by
-# side. loom / PyTorch images/s above 1: loom is faster.
+# side, for each tag of TAGS (default TAG). loom / PyTorch images/s above 1: loom is faster.
 table() {
-  python3 - "$1" "$configs $threads_configs" <<'PY'
+  python3 - "$1" "$configs $threads_configs" "${TAGS-${TAG:-}}" <<'PY'
 import json, os, sys
 
 out, configs = sys.argv[1], []
+tags = sys.argv[3].split() or [""]
 for c in sys.argv[2].split():
     model, _, batch = c.partition(":")
     if (model, batch) not in configs:
@@ -53,8 +59,8 @@ def load(run):
 def ms(x):
     return "n/a" if x is None else f"{x:.3f}"
 
-cols = ["model", "batch/GPU", "GPUs", "loom launch", "loom plain ms", "loom DDP ms", "loom images/s",
-        "loom speedup", "loom efficiency", "loom comm ms", "loom exposed comm ms", "PyTorch launch",
+cols = ["model", "batch/GPU", "precision", "GPUs", "loom launch", "loom mode", "loom plain ms", "loom DDP ms", "loom images/s",
+        "loom speedup", "loom efficiency", "loom comm ms", "loom exposed comm ms", "PyTorch launch", "PyTorch mode",
         "PyTorch plain ms", "PyTorch DDP ms", "PyTorch images/s", "PyTorch speedup",
         "loom / PyTorch images/s", "differ (loom, PyTorch)"]
 lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -73,11 +79,19 @@ def side(report, row):
 def rows_of(report):
     return {r["world_size"]: r for r in (report or {}).get("rows", [])}
 
-for model, batch in configs:
-    torch = load(f"torch_{model}_b{batch}")
-    for run in (f"loom_{model}_b{batch}", f"loom_threads_{model}_b{batch}"):
+def precision(*reports):
+    r = next((r for r in reports if r), {})
+    return (r.get("precision") or "?") + (", channels-last" if r.get("channels_last") else "")
+
+def mode(row):
+    return row.get("step_mode", "-") if row else "-"
+
+for model, batch, tag in [(m, b, t) for m, b in configs for t in tags]:
+    sfx = f"_{tag}" if tag else ""
+    torch = load(f"torch_{model}_b{batch}{sfx}")
+    for run in (f"loom_{model}_b{batch}{sfx}", f"loom_threads_{model}_b{batch}{sfx}"):
         loom = load(run)
-        if not loom and not (torch and run == f"loom_{model}_b{batch}"):
+        if not loom and not (torch and run == f"loom_{model}_b{batch}{sfx}"):
             continue
         seen += [r for r in (loom, torch) if r and r not in seen]
         lr, tr = rows_of(loom), rows_of(torch)
@@ -89,8 +103,9 @@ for model, batch in configs:
             both = l and t and l.get("ran") and t.get("ran")
             ratio = f"{l['images_per_s'] / t['images_per_s']:.2f}" if both else "n/a"
             differ = f"{l.get('differing_ranks', '-') if l else '-'}, {t.get('differing_ranks', '-') if t else '-'}"
-            lines.append("| " + " | ".join([model, batch, str(n), launch] + ls + [(torch or {}).get("launch", "-")]
-                                           + ts[:4] + [ratio, differ]) + " |")
+            lines.append("| " + " | ".join([model, batch, precision(loom, torch), str(n), launch, mode(l)] + ls
+                                           + [(torch or {}).get("launch", "-"), mode(t)] + ts[:4] + [ratio, differ])
+                         + " |")
 lines.append("")
 for tool in ("loom", "pytorch"):
     r = next((r for r in seen if r.get("tool") == tool), None)
@@ -128,105 +143,10 @@ bin="$build/apps/scaling/loom-scaling"
 [ -x "$bin" ] || { echo "run_scaling.sh: no $bin; build the loom-scaling target first" >&2; exit 1; }
 mkdir -p "$out"
 
-failed=0
-note() { echo "$*" >&2; }
+# shellcheck source=bench/run_lib.sh
+. "$here/run_lib.sh"
 
-# A process that has not ended (a zombie has ended: it waits only for us to reap it).
-running() {
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
-
-clocks() {  # LABEL: one line per GPU, "label, time, index, clocks.sm, clocks.max.sm, power.draw, temperature.gpu"
-  local t
-  t=$(date -u +%H:%M:%S)
-  [ -s "$clocks_csv" ] || echo "label, time, index, clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], temperature.gpu" > "$clocks_csv"
-  nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader 2>/dev/null \
-    | sed "s/^/$1, $t, /" >> "$clocks_csv"
-}
-
-# The running child's process group, stopped with everything in it if this script is stopped.
-child=""
-stop_child() {
-  [ -n "$child" ] || return 0
-  kill -TERM -- "-$child" 2>/dev/null
-  sleep 3
-  kill -KILL -- "-$child" 2>/dev/null
-  child=""
-}
-trap 'stop_child; exit 143' TERM INT
-
-# The seconds a run may take: RUN_TIMEOUT_S, or what is left before DEADLINE (0: none left).
-allowed() {
-  local limit=$run_timeout
-  if [ -n "${DEADLINE:-}" ]; then
-    local left=$(( DEADLINE - $(date +%s) ))
-    [ "$left" -lt "$limit" ] && limit=$left
-  fi
-  [ "$limit" -gt 0 ] || limit=0
-  echo "$limit"
-}
-
-# run NAME SAMPLE COMMAND...: output to OUT/NAME.log (the report itself goes to OUT/NAME/), in its
-# own process group, stopped whole past its allowed time. SAMPLE=1: nvidia-smi's compute
-# processes sampled into PLACEMENT_SAMPLES meanwhile, the command's children into its .pids.
-run() {
-  local name=$1 sample=$2
-  shift 2
-  local limit
-  limit=$(allowed)
-  if [ "$limit" -lt 20 ]; then
-    note "== $name: not run (${limit} s left before the deadline)"
-    echo "not run: ${limit} s left before the deadline" > "$out/$name.log"
-    failed=1
-    return 0
-  fi
-  note "== $name (at most ${limit} s)"
-  clocks "before $name"
-  [ "$sample" = 1 ] && : > "$placement.pids"
-  setsid "$@" > "$out/$name.log" 2>&1 &
-  child=$!
-  [ "$sample" = 1 ] && echo "$child parent -" >> "$placement.pids"
-  local end=$((SECONDS + limit)) rc
-  while running "$child"; do
-    if [ "$SECONDS" -ge "$end" ]; then
-      note "   still running after ${limit} s: stopped"
-      echo "run_scaling.sh: stopped after ${limit} s" >> "$out/$name.log"
-      local pgid=$child
-      stop_child
-      wait "$pgid" 2>/dev/null
-      failed=1
-      clocks "after $name"
-      return 0
-    fi
-    if [ "$sample" = 1 ]; then
-      local t c
-      t=$(date +%s.%N)
-      nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader 2>/dev/null \
-        | sed "s/^/$t, /" >> "$placement"
-      for c in $(pgrep -P "$child" 2>/dev/null); do
-        grep -q "^$c " "$placement.pids" && continue
-        local rank world
-        rank=$(tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | sed -n 's/^LOCAL_RANK=//p')
-        world=$(tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | sed -n 's/^WORLD_SIZE=//p')
-        [ -n "$rank" ] && echo "$c world${world:-?}-rank$rank $rank" >> "$placement.pids"
-      done
-      sleep 0.5
-    else
-      sleep 0.5
-    fi
-  done
-  wait "$child"
-  rc=$?
-  child=""
-  clocks "after $name"
-  # 3 is the benches' "ranks differ": the report is still written.
-  if [ "$rc" -ne 0 ]; then
-    note "   failed, status $rc (see $out/$name.log)"
-    failed=1
-  fi
-}
+wanted() { case " ${FRAMEWORKS:-torch loom} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 sampled=0
 for config in $configs; do
@@ -240,27 +160,36 @@ for config in $configs; do
   fi
   common=(--model "$model" --gpus "$gpus" --batch-per-gpu "$batch" --steps "$steps" --warmup "$warmup"
           --precision "$precision" --scaling "$scaling" --skip-missing)
-  rm -rf "$out/torch_${model}_b${batch}" "$out/loom_${model}_b${batch}"
-  run "torch_${model}_b${batch}" 0 python3 "$here/scaling_torch.py" "${common[@]}" \
-      --out "$out/torch_${model}_b${batch}"
-  compare=()  # loom's chart draws PyTorch beside it when PyTorch's run wrote its report
-  if [ -f "$out/torch_${model}_b${batch}/report.json" ]; then
-    compare=(--compare "$out/torch_${model}_b${batch}/report.json")
+  [ "${CHANNELS_LAST:-0}" = 1 ] && common+=(--channels-last)
+  torch_run=torch_${model}_b${batch}$suffix loom_run=loom_${model}_b${batch}$suffix
+  if wanted torch; then
+    rm -rf "${out:?}/$torch_run"
+    # shellcheck disable=SC2086  # TORCH_ARGS and LOOM_ARGS are lists of flags
+    run "$torch_run" 0 python3 "$here/scaling_torch.py" "${common[@]}" ${TORCH_ARGS:-} --out "$out/$torch_run"
   fi
+  wanted loom || continue
+  rm -rf "${out:?}/$loom_run"
+  compare=()  # loom's chart draws PyTorch beside it when PyTorch's run wrote its report
+  if [ -f "$out/$torch_run/report.json" ]; then
+    compare=(--compare "$out/$torch_run/report.json")
+  fi
+  [ -n "${WARMUP_SECONDS:-}" ] && compare+=(--warmup-seconds "$WARMUP_SECONDS")  # loom's own too
   sample=0
   if [ -n "$placement" ] && [ "$sampled" = 0 ] && [ "$launch" = processes ]; then
     sample=1
     sampled=1
   fi
-  run "loom_${model}_b${batch}" "$sample" "$bin" "${common[@]}" --launch "$launch" "${compare[@]}" \
-      --out "$out/loom_${model}_b${batch}"
+  # shellcheck disable=SC2086
+  run "$loom_run" "$sample" "$bin" "${common[@]}" --launch "$launch" "${compare[@]}" ${LOOM_ARGS:-} \
+      --out "$out/$loom_run"
   case " $threads_configs " in
     *" $config "*)
-      rm -rf "$out/loom_threads_${model}_b${batch}"
+      rm -rf "$out/loom_threads_${model}_b${batch}$suffix"
       threads_common=("${common[@]}")
       threads_common[3]=$threads_gpus  # --gpus
-      run "loom_threads_${model}_b${batch}" 0 "$bin" "${threads_common[@]}" --launch threads \
-          --out "$out/loom_threads_${model}_b${batch}"
+      # shellcheck disable=SC2086
+      run "loom_threads_${model}_b${batch}$suffix" 0 "$bin" "${threads_common[@]}" --launch threads \
+          ${LOOM_ARGS:-} --out "$out/loom_threads_${model}_b${batch}$suffix"
       ;;
   esac
 done

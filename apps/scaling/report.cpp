@@ -120,6 +120,60 @@ nlohmann::json row_json(const Row& r) {
   return j;
 }
 
+// step_growth's lines: the steps, then the growth split into its parts (each printed to the
+// microsecond, so the printed parts add up to the printed growth within rounding).
+std::string step_growth_text(const StepGrowth& g) {
+  const char* reference = g.from_plain ? "the plain step (no world of one ran)" : "1 rank";
+  std::string text = detail::concat(
+      "# 1 -> ", g.to_world, " ranks: where the speedup went; ideal = ", reference, "'s step ",
+      fixed(g.from_ms, 3), " ms", g.ideal_ms != g.from_ms ? " scaled to the batch per rank, " : "",
+      g.ideal_ms != g.from_ms ? fixed(g.ideal_ms, 3) + " ms" : "", "; at ", g.to_world,
+      " ranks the slowest rank's step ", fixed(g.slowest_ms, 3), " ms (rank ", g.slowest_rank,
+      "; rank 0 ", fixed(g.to_ms, 3), " ms); speedup ", fixed(g.speedup, 2), "x of ", g.to_world,
+      "\n");
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "#   %+.3f ms = exposed communication %+.3f + straggler %+.3f + unexplained "
+                "%+.3f\n",
+                g.growth_ms, g.exposed_growth_ms, g.straggler_ms, g.unexplained_ms);
+  text += line;
+  text += detail::concat(
+      "#   exposed ", fixed(g.exposed_from_ms, 3), " -> ", fixed(g.exposed_to_ms, 3),
+      " ms (of an all-reduce of ", fixed(g.comm_ms, 3), " ms alone); compute (the plain step) ",
+      fixed(g.plain_ms, 3),
+      " ms; unexplained: DDP's host work that grows with the ranks, "
+      "clocks, noise",
+      g.ideal_ms != g.from_ms ? ", compute that did not shrink with the batch" : "", "\n");
+  if (g.placement == Placement::OneGpu)
+    text += "#   the ranks share cuda:0 and take turns on it: this is NOT a multi-GPU speedup\n";
+  if (g.placement == Placement::Cpu)
+    text += "#   CPU thread ranks share this machine's cores: this is NOT a multi-device speedup\n";
+  return text;
+}
+
+nlohmann::json step_growth_json(const std::optional<StepGrowth>& growth) {
+  if (!growth) return nullptr;
+  const StepGrowth& g = *growth;
+  return {{"from_world", g.from_world},
+          {"to_world", g.to_world},
+          {"from", g.from_plain ? "plain" : "world_of_one"},
+          {"from_ms", g.from_ms},
+          {"ideal_ms", g.ideal_ms},
+          {"to_ms", g.to_ms},
+          {"slowest_ms", g.slowest_ms},
+          {"slowest_rank", g.slowest_rank},
+          {"plain_ms", g.plain_ms},
+          {"comm_ms", optional_json(g.comm_ms)},
+          {"exposed_from_ms", optional_json(g.exposed_from_ms)},
+          {"exposed_to_ms", optional_json(g.exposed_to_ms)},
+          {"growth_ms", g.growth_ms},
+          {"exposed_growth_ms", g.exposed_growth_ms},
+          {"straggler_ms", g.straggler_ms},
+          {"unexplained_ms", g.unexplained_ms},
+          {"speedup", g.speedup},
+          {"multi_device", g.placement == Placement::Gpus}};
+}
+
 // "pipeline 2 stages, 4 micro-batches, gpipe".
 std::string pipeline_label(const PipelineRow& p) {
   return detail::concat("pipeline ", p.stages, " stages, ", p.micro_batches,
@@ -307,6 +361,8 @@ std::string report_text(const Report& report) {
            "    exp%    loader  differ   $/M img  mode   launch      note\n";
     out << row_text(report.baseline, true);
     for (const Row& r : report.rows) out << row_text(r, false);
+    if (const std::optional<StepGrowth> growth = step_growth(report))
+      out << "#\n" << step_growth_text(*growth);
     if (!report.pipeline_rows.empty()) {
       out << "#\n# pipeline rows (model parallelism: dist::PipelineParallel in this process): the "
              "same model\n"
@@ -401,6 +457,7 @@ std::string report_json(const Report& report) {
   j["baseline"] = row_json(report.baseline);
   j["rows"] = nlohmann::json::array();
   for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
+  j["step_growth"] = step_growth_json(step_growth(report));
   j["pipeline_rows"] = nlohmann::json::array();
   for (const PipelineRow& p : report.pipeline_rows)
     j["pipeline_rows"].push_back(pipeline_row_json(p));

@@ -58,4 +58,41 @@ std::vector<double> rank_images_per_s(const Row& row) {
   return out;
 }
 
+std::optional<StepGrowth> step_growth(const Report& report) {
+  const Row& plain = report.baseline;
+  const Row* from = nullptr;
+  const Row* to = nullptr;
+  for (const Row& r : report.rows) {
+    if (!r.ran) continue;
+    if (r.world_size == 1 && !from) from = &r;
+    if (r.world_size > 1 && !to) to = &r;
+  }
+  if (!to || (!from && !plain.ran)) return std::nullopt;
+  StepGrowth g;
+  g.from_plain = from == nullptr;
+  if (!from) from = &plain;
+  g.from_world = 1;
+  g.to_world = to->world_size;
+  g.placement = report.config.placement;
+  g.from_ms = from->median_ms;
+  const double from_batch = static_cast<double>(from->global_batch);
+  const double to_batch = static_cast<double>(to->global_batch) / to->world_size;
+  g.ideal_ms = from_batch > 0 ? g.from_ms * to_batch / from_batch : g.from_ms;
+  g.to_ms = to->median_ms;
+  const std::optional<RankSpread> spread = rank_spread(to->rank_median_ms);
+  g.slowest_ms = spread ? std::max(spread->slowest_ms, g.to_ms) : g.to_ms;
+  g.slowest_rank = spread ? spread->slowest_rank : 0;
+  g.plain_ms = plain.ran ? plain.median_ms : 0;
+  g.comm_ms = to->comm_ms;
+  g.exposed_from_ms = g.from_plain ? std::optional<double>(0.0) : from->exposed_comm_ms;
+  g.exposed_to_ms = to->exposed_comm_ms;
+  g.growth_ms = g.slowest_ms - g.ideal_ms;
+  if (g.exposed_from_ms && g.exposed_to_ms)
+    g.exposed_growth_ms = *g.exposed_to_ms - *g.exposed_from_ms;
+  g.straggler_ms = g.slowest_ms - g.to_ms;
+  g.unexplained_ms = g.growth_ms - g.exposed_growth_ms - g.straggler_ms;
+  g.speedup = from->images_per_s > 0 ? to->images_per_s / from->images_per_s : 0;
+  return g;
+}
+
 }  // namespace loom::scaling

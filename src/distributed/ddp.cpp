@@ -72,7 +72,8 @@ struct DistributedDataParallel::Reducer {
   struct Slot {
     std::string name;
     Tensor param;
-    Tensor view;  // the parameter's gradient in its arena
+    Tensor view;                                     // the parameter's gradient in its arena
+    MemoryFormat format = MemoryFormat::Contiguous;  // the view's (and so the parameter's) layout
     int bucket = 0;
     uint64_t hook = 0;
     bool ready = false;
@@ -80,6 +81,7 @@ struct DistributedDataParallel::Reducer {
   struct Bucket {
     int arena = 0;
     int64_t offset = 0, numel = 0;
+    Tensor flat;  // its slice of the arena, which the all-reduce averages in place
     std::vector<int> slots;
     int pending = 0;
     std::vector<FlatCopy> copies;  // gradients backward left outside the arena
@@ -114,6 +116,7 @@ struct DistributedDataParallel::Reducer {
       slot.name = reversed[i].first;
       slot.param = p;
       slot.view = slot_view(arenas[arena].flat, offset, p);
+      slot.format = slot.view.suggest_memory_format();
       // A new bucket where the arena changes or the current one is full.
       const size_t limit = buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_bytes;
       const bool start =
@@ -121,7 +124,7 @@ struct DistributedDataParallel::Reducer {
           (!one_bucket &&
            static_cast<size_t>(buckets.back().numel) * element_size(p.dtype()) >= limit);
       if (start) {
-        buckets.push_back({arena, offset, 0, {}, 0, {}, {}, nullptr});
+        buckets.push_back({arena, offset, 0, Tensor(), {}, 0, {}, {}, nullptr});
         infos.push_back({p.device(), p.dtype(), offset, 0, {}});
       }
       Bucket& b = buckets.back();
@@ -132,6 +135,8 @@ struct DistributedDataParallel::Reducer {
       slot.bucket = static_cast<int>(buckets.size()) - 1;
       slots.push_back(std::move(slot));
     }
+    for (Bucket& b : buckets)
+      b.flat = arenas[static_cast<size_t>(b.arena)].flat.narrow(0, b.offset, b.numel);
     reset();
   }
 
@@ -157,15 +162,15 @@ struct DistributedDataParallel::Reducer {
     const Tensor grad = slot.param.grad();
     if (!grad.defined()) {
       slot.view.zero_();  // an unused parameter contributes zeros
+      slot.param.set_grad(slot.view);
     } else if (!is_view_of(grad, slot.view)) {
       // Backward made a new tensor (the gradient was none): it moves into the arena with the
       // bucket's other gradients in one copy, and the arena view becomes the gradient.
-      const Tensor dense =
-          grad.contiguous(slot.view.suggest_memory_format());  // in the slot's order
+      Tensor dense = grad.contiguous(slot.format);  // in the slot's order
       bucket.copies.push_back({dense.raw_data(), slot.view.raw_data(), dense.nbytes()});
-      bucket.incoming.push_back(dense);
+      bucket.incoming.push_back(std::move(dense));
+      slot.param.set_grad(slot.view);
     }
-    slot.param.set_grad(slot.view);
     if (--bucket.pending == 0) {
       if (static_cast<size_t>(slot.bucket) != next_bucket && from_hook) ++stats.held_back;
       launch_ready(from_hook);
@@ -176,11 +181,10 @@ struct DistributedDataParallel::Reducer {
   void launch_ready(bool from_hook) {
     while (next_bucket < buckets.size() && buckets[next_bucket].pending == 0) {
       Bucket& b = buckets[next_bucket++];
-      const Arena& arena = arenas[static_cast<size_t>(b.arena)];
-      copy_all(b.copies, arena.device);
+      copy_all(b.copies, arenas[static_cast<size_t>(b.arena)].device);
       b.copies.clear();
       b.incoming.clear();  // freed on the compute stream, after the copy that reads them
-      b.work = group.all_reduce(arena.flat.narrow(0, b.offset, b.numel), ReduceOp::Avg);
+      b.work = group.all_reduce(b.flat, ReduceOp::Avg);
       ++(from_hook ? stats.launched_during_backward : stats.launched_at_end);
     }
   }

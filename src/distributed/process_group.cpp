@@ -2,9 +2,11 @@
 // sequence numbers, the in-flight list, abort, and the cross-rank fingerprint check.
 #include "loom/distributed/process_group.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "loom/distributed/event_pool.h"
 #include "loom/tensor/cuda/graph.h"
 #include "loom/tensor/cuda/runtime.h"
 #include "loom/tensor/shape.h"
@@ -62,8 +64,11 @@ ProcessGroup::ProcessGroup(int rank, int size, Device device, GroupOptions optio
 
 ProcessGroup::~ProcessGroup() = default;
 
-std::string ProcessGroup::who() const {
-  return detail::concat("rank ", rank_, " of ", size_, " (", backend(), ")");
+const std::string& ProcessGroup::who() const {
+  std::call_once(who_once_, [this] {
+    who_ = detail::concat("rank ", rank_, " of ", size_, " (", backend(), ")");
+  });
+  return who_;
 }
 
 std::string ProcessGroup::abort_reason() const {
@@ -89,20 +94,20 @@ void ProcessGroup::abort(const std::string& reason) {
 WorkPtr ProcessGroup::make_work(const CollectiveInfo& info) {
   std::weak_ptr<ProcessGroup> self = weak_from_this();
   auto work = std::make_shared<Work>(info, who(), device_, options_.timeout,
-                                     [self, info](const std::string& reason) {
+                                     [self, sequence = info.sequence](const std::string& reason) {
                                        if (auto group = self.lock()) {
-                                         group->abort(reason + group->timeout_detail(info));
+                                         group->abort(reason + group->timeout_detail(sequence));
                                        }
                                      });
   std::lock_guard<std::mutex> lock(mutex_);
-  // Finished works leave the list here and in in_flight(), so it stays as short as the queue.
-  std::vector<WorkPtr> still;
-  for (WorkPtr& w : in_flight_) {
-    if (!w->is_completed()) still.push_back(std::move(w));
-  }
-  in_flight_.swap(still);
-  in_flight_.push_back(work);
-  return work;
+  // Finished works leave the list here (in place: no allocation in backward's bucket hooks) and
+  // in in_flight(), so it stays as short as the queue; polling also completes them early, which
+  // frees their events for the next collectives.
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [](const WorkPtr& w) { return w->is_completed(); }),
+                   in_flight_.end());
+  in_flight_.push_back(std::move(work));
+  return in_flight_.back();
 }
 
 std::vector<WorkPtr> ProcessGroup::in_flight() {
@@ -186,7 +191,8 @@ WorkPtr ProcessGroup::barrier() {
 WorkPtr ProcessGroup::watch_stream(const std::string& what) {
   CollectiveInfo info;
   info.sequence = sequence_;
-  info.what = detail::concat(what, " (after collective #", sequence_, ")");
+  // Once a captured step: plain appends, not concat's stream.
+  info.what = what + " (after collective #" + std::to_string(sequence_) + ")";
   if (is_aborted()) {
     throw Error(detail::concat("loom.dist: ", who(), ": ", info.what,
                                " refused: the group was aborted: ", abort_reason()));
@@ -196,7 +202,8 @@ WorkPtr ProcessGroup::watch_stream(const std::string& what) {
     work->mark_completed();
     return work;
   }
-  auto done = std::make_shared<cuda::Event>(device_.index, false);
+  if (!watch_events_) watch_events_ = std::make_unique<EventPool>(device_.index);
+  std::shared_ptr<cuda::Event> done = watch_events_->spare();
   done->record(cuda::current_stream(device_.index));
   work->mark_launched(std::move(done));
   return work;

@@ -17,6 +17,8 @@
 
 namespace loom::dist {
 
+class EventPool;
+
 class SharedMemoryAgreement;
 
 struct GroupOptions {
@@ -45,7 +47,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // instead of being refused: the other backends complete theirs from a host thread.
   virtual bool captures_collectives() const { return false; }
   // "rank 1 of 4 (threads)", as errors name this rank.
-  std::string who() const;
+  // Made once (a collective's Work carries it, and a string a collective builds is host time
+  // on every bucket of every step).
+  const std::string& who() const;
 
   // Every collective takes contiguous tensors on device() and works in place on its outputs.
   // tensor <- op over ranks of tensor (Avg needs a floating dtype).
@@ -105,7 +109,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   virtual bool checks_collectives_itself() const { return false; }
   // What the backend knows of a collective that timed out, appended to the reason ("; ranks
   // [3] had not arrived"); empty when it knows nothing more.
-  virtual std::string timeout_detail(const CollectiveInfo&) { return {}; }
+  virtual std::string timeout_detail(uint64_t /*sequence*/) { return {}; }
 
   // A new Work for `info` with this group's deadline, kept in the in-flight list until it has
   // finished; a timeout aborts the group.
@@ -124,10 +128,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   const Device device_;
   GroupOptions options_;
   uint64_t sequence_ = 0;
+  mutable std::once_flag who_once_;
+  mutable std::string who_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;  // guards abort_reason_ and in_flight_
   std::string abort_reason_;
   std::vector<WorkPtr> in_flight_;
+  std::unique_ptr<EventPool> watch_events_;  // watch_stream's, on a CUDA device
   std::shared_ptr<SharedMemoryAgreement> shared_memory_;
 };
 

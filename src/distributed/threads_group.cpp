@@ -281,9 +281,7 @@ class ThreadsGroup : public ProcessGroup {
   }
   void on_abort(const std::string& reason) override { world_->abort(rank(), reason); }
   bool checks_collectives_itself() const override { return true; }
-  std::string timeout_detail(const CollectiveInfo& info) override {
-    return world_->missing_ranks(info.sequence);
-  }
+  std::string timeout_detail(uint64_t sequence) override { return world_->missing_ranks(sequence); }
 
  private:
   std::shared_ptr<ThreadsWorld> world_;

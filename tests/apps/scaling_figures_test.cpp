@@ -1,7 +1,7 @@
 // loom-scaling's derived row figures in closed form (the straggler columns, a captured row's
 // exposed time and its share of the step, each rank's images/s, the note of a graph row that
-// fell back), and the choices made before measuring: --launch auto and --graph, with the
-// errors that name a bad value.
+// fell back, the 1 -> 2 rank step explained), and the choices made before measuring: --launch auto
+// and --graph, with the errors that name a bad value.
 #include <gtest/gtest.h>
 
 #include "scaling/row_figures.h"
@@ -61,6 +61,58 @@ TEST(ScalingFigures, EachRanksImagesPerSecondIsItsBatchOverItsMedian) {
             (std::vector<double>{32000.0, 16000.0, 64000.0, 8000.0}));
   r.rank_median_ms.clear();
   EXPECT_TRUE(scaling::rank_images_per_s(r).empty());
+}
+
+// Binary fractions, so the parts add up exactly.
+TEST(ScalingFigures, TheStepFromOneRankToTwoSplitsIntoExposedStragglerAndTheRest) {
+  scaling::Report report;
+  report.config.placement = scaling::Placement::Gpus;
+  scaling::Row& plain = report.baseline;
+  plain.ran = true;
+  plain.global_batch = 32;
+  plain.median_ms = 1.0;
+  plain.images_per_s = 32000;
+  EXPECT_FALSE(scaling::step_growth(report).has_value()) << "no larger world";
+  scaling::Row one = plain, two = plain;
+  one.median_ms = 1.125;
+  one.exposed_comm_ms = 0.125;
+  one.images_per_s = 32 / 1.125e-3;
+  two.world_size = 2;
+  two.global_batch = 64;
+  two.median_ms = 1.5;
+  two.images_per_s = 64 / 1.5e-3;
+  two.rank_median_ms = {1.5, 1.625};
+  two.comm_ms = 0.5;
+  two.exposed_comm_ms = 0.25;
+  scaling::Row not_run;
+  not_run.world_size = 4;
+  report.rows = {not_run, one, two};
+  const auto g = scaling::step_growth(report);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_FALSE(g->from_plain);
+  EXPECT_EQ(g->to_world, 2);
+  EXPECT_EQ(g->ideal_ms, 1.125) << "weak scaling: the same step";
+  EXPECT_EQ(g->slowest_ms, 1.625);
+  EXPECT_EQ(g->slowest_rank, 1);
+  EXPECT_EQ(g->growth_ms, 0.5);
+  EXPECT_EQ(g->exposed_growth_ms, 0.125);
+  EXPECT_EQ(g->straggler_ms, 0.125);
+  EXPECT_EQ(g->unexplained_ms, 0.25);
+  EXPECT_DOUBLE_EQ(g->speedup, 1.5);  // 2 x 1.125 / 1.5
+  EXPECT_EQ(*g->comm_ms, 0.5);
+
+  report.rows = {two};  // no world of one: the plain step, which exposes nothing
+  const auto from_plain = scaling::step_growth(report);
+  EXPECT_TRUE(from_plain->from_plain);
+  EXPECT_EQ(from_plain->growth_ms, 0.625);
+  EXPECT_EQ(from_plain->exposed_growth_ms, 0.25);
+  EXPECT_EQ(from_plain->unexplained_ms, 0.25);
+
+  report.config.strong = true;  // each rank's batch halves: the ideal step halves with it
+  two.global_batch = 32;
+  report.rows = {one, two};
+  EXPECT_EQ(scaling::step_growth(report)->ideal_ms, 0.5625);
+  EXPECT_EQ(scaling::step_growth(report)->growth_ms, 1.0625);
 }
 
 TEST(ScalingFigures, FillRowCarriesTheModeTheRanksAndTheBucketLaunches) {

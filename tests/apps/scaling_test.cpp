@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "scaling/rank_run.h"
@@ -65,7 +66,34 @@ TEST(Scaling, EveryWorldSizeGetsADdpRowAgainstThePlainModel) {
         "rows: plain in_process, 1 in_process, 2 threads", "exp% = exposed / median_ms"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
+  // The 1 -> 2 rank step explained: its parts add up to the growth of the step, in the JSON
+  // exactly and in the text within its rounding.
+  for (const char* part :
+       {"# 1 -> 2 ranks: where the speedup went", "rank 0 ", "NOT a multi-device speedup"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
+  }
+  const size_t parts_at = text.find("#   ", text.find("# 1 -> 2 ranks:"));
+  double growth = 0, exposed = 0, straggler = 0, rest = 0;
+  ASSERT_EQ(std::sscanf(text.c_str() + parts_at,
+                        "#   %lf ms = exposed communication %lf + straggler %lf + unexplained %lf",
+                        &growth, &exposed, &straggler, &rest),
+            4)
+      << text;
+  EXPECT_NEAR(exposed + straggler + rest, growth, 0.0021) << "three parts rounded to 0.001";
   const nlohmann::json j = nlohmann::json::parse(scaling::report_json(report));
+  const nlohmann::json& g = j.at("step_growth");
+  EXPECT_EQ(g.at("to_world"), 2);
+  EXPECT_EQ(g.at("from"), "world_of_one");
+  EXPECT_EQ(g.at("multi_device"), false);
+  EXPECT_DOUBLE_EQ(g.at("from_ms").get<double>(), report.rows[0].median_ms);
+  EXPECT_DOUBLE_EQ(g.at("to_ms").get<double>(), report.rows[1].median_ms);
+  EXPECT_NEAR(g.at("growth_ms").get<double>(),
+              g.at("slowest_ms").get<double>() - g.at("ideal_ms").get<double>(), 1e-12);
+  EXPECT_NEAR(g.at("exposed_growth_ms").get<double>(),
+              *report.rows[1].exposed_comm_ms - *report.rows[0].exposed_comm_ms, 1e-12);
+  EXPECT_NEAR(g.at("exposed_growth_ms").get<double>() + g.at("straggler_ms").get<double>() +
+                  g.at("unexplained_ms").get<double>(),
+              g.at("growth_ms").get<double>(), 1e-12);
   EXPECT_EQ(j.at("tool"), "loom");
   EXPECT_EQ(j.at("placement"), "cpu");
   EXPECT_EQ(j.at("gradient_bytes"), 410756 * 4);  // padded to 16 bytes in the arena

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "loom/distributed/event_pool.h"
 #include "loom/distributed/poll.h"
 #include "loom/distributed/store_abort.h"
 #include "loom/distributed/watchdog.h"
@@ -133,7 +134,7 @@ class NcclGroup : public ProcessGroup {
       watchdog_->poke(failure);  // abort() needs comm_mutex_, which this thread holds
       return;
     }
-    std::shared_ptr<cuda::Event> done = spare_event();
+    std::shared_ptr<cuda::Event> done = events_.spare();
     done->record(stream_);
     // Inside a capture the collective is a node of the graph: the watchdog cannot poll its
     // event, and NCCL's asynchronous error is what reports a replay's failure.
@@ -191,20 +192,6 @@ class NcclGroup : public ProcessGroup {
                              ncclSum, comm_, stream_);
     }
     return ncclInvalidArgument;
-  }
-
-  // An event no unfinished Work holds any more (this pool holds the only reference), else a
-  // new one: creating events costs more than recording them, and every collective needs one.
-  std::shared_ptr<cuda::Event> spare_event() {
-    for (size_t i = 0; i < events_.size(); ++i) {
-      std::shared_ptr<cuda::Event>& e = events_[(next_event_ + i) % events_.size()];
-      if (e.use_count() == 1) {
-        next_event_ = (next_event_ + i + 1) % events_.size();
-        return e;
-      }
-    }
-    events_.push_back(std::make_shared<cuda::Event>(device_, false));
-    return events_.back();
   }
 
   // Waits while the non-blocking communicator is busy (joining, or enqueuing a collective, which
@@ -330,9 +317,8 @@ class NcclGroup : public ProcessGroup {
   cuda::StreamHandle stream_ = nullptr;  // the communication stream
   ncclComm_t comm_ = nullptr;
   Tensor barrier_buffer_;
-  std::unique_ptr<cuda::Event> ready_;                // the caller's stream, at each collective
-  std::vector<std::shared_ptr<cuda::Event>> events_;  // each collective's completion (start() only)
-  size_t next_event_ = 0;
+  std::unique_ptr<cuda::Event> ready_;  // the caller's stream, at each collective
+  EventPool events_{device_};           // each collective's completion (start() only)
 
   std::mutex comm_mutex_;  // one thread at a time in NCCL calls on comm_
   bool comm_aborted_ = false;
