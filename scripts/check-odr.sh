@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The one-definition check of the test binaries: a weak symbol (an inline function, a template
+# instance, an inline variable) that two objects of one binary define at different places in the
+# source is two definitions of one name, of which the linker keeps one without a word (issue 36:
+# two expect_cuda_parity, and every gpu test ran the conv one). For each test binary of a Ninja
+# build, its objects (the link lines of build.ninja) are read with nm -l, which takes each
+# symbol's file and line from the line tables (every build's test objects have them,
+# tests/CMakeLists.txt); a symbol defined at two places fails the check. Binaries not built are
+# skipped. CTest runs it as the test odr_check.
+#   scripts/check-odr.sh [build-dir]    (default: build)
+set -euo pipefail
+build=${1:-build}
+[ -f "$build/build.ninja" ] || {
+  echo "check-odr: $build/build.ninja not found (the check reads a Ninja build)" >&2
+  exit 2
+}
+
+# "binary object..." for every test binary: the explicit inputs of its link edge.
+binaries=$(awk '/^build tests\/[A-Za-z0-9_]*_tests: CXX_EXECUTABLE_LINKER/ {
+  line = $2; sub(/:$/, "", line)
+  for (i = 4; i <= NF && $i != "|" && $i != "||"; ++i) line = line " " $i
+  print line }' "$build/build.ninja")
+
+# "binary<TAB>symbol<TAB>file:line<TAB>object" of every weak (W, V) or unique (u) definition.
+weak_definitions() {
+  (cd "$build" && nm -l --defined-only "$2") |
+    awk -v bin="$1" -v obj="$2" -F '\t' 'NF == 2 {
+      split($1, f, " ")
+      if (f[2] != "W" && f[2] != "V" && f[2] != "u") next
+      place = $2
+      while (sub(/\/[^\/]+\/\.\.\//, "/", place)) {}
+      print bin "\t" f[3] "\t" place "\t" obj }'
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+jobs=$(nproc)
+n=0
+while read -r binary objects; do
+  [ -n "$binary" ] && [ -f "$build/$binary" ] || continue
+  for object in $objects; do
+    n=$((n + 1))
+    weak_definitions "$binary" "$object" >"$tmp/$n" &
+    if ((n % jobs == 0)); then wait; fi
+  done
+done <<<"$binaries"
+wait
+if ((n == 0)); then
+  echo "check-odr: no test binary is built in $build"
+  exit 0
+fi
+
+# One line per (binary, symbol, place); a (binary, symbol) with two places is a violation.
+report=$(cat "$tmp"/* | sort -u -t $'\t' -k1,1 -k2,2 -k3,3 |
+  awk -F '\t' '{
+    key = $1 "\t" $2
+    if (key == last) { places[key] = places[key] "\n    " $3 " (in " $4 ")"; ++count[key] }
+    else { places[key] = "    " $3 " (in " $4 ")"; count[key] = 1; order[++n] = key }
+    last = key }
+    END { for (i = 1; i <= n; ++i) if (count[order[i]] > 1) {
+      split(order[i], k, "\t"); print k[1] ": " k[2] " is defined at " count[order[i]] " places:"
+      print places[order[i]] } }')
+if [ -n "$report" ]; then
+  echo "$report" | c++filt
+  echo "check-odr: FAILED: a symbol of a test binary has two definitions (above), and the linker" \
+    "keeps one of them for every caller"
+  exit 1
+fi
+echo "check-odr: every weak symbol of the $n objects of the test binaries in $build has one" \
+  "definition"
