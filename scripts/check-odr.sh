@@ -42,7 +42,7 @@ trap 'rm -rf "$tmp"' EXIT
 jobs=$(nproc)
 n=0
 while read -r binary objects; do
-  [ -n "$binary" ] && [ -f "$build/$binary" ] || continue
+  if [ -z "$binary" ] || [ ! -f "$build/$binary" ]; then continue; fi
   for object in $objects; do
     n=$((n + 1))
     weak_definitions "$binary" "$object" >"$tmp/$n" &
