@@ -1,38 +1,11 @@
-// batch_norm on CUDA: CPU/CUDA parity of outputs, gradients and running statistics in
-// training and eval; batch_norm_relu against the CPU and against the two ops on the GPU.
-#include "cnn_parity.h"
+// batch_norm on CUDA: the case table (batch_norm_cases.h) against the CPU, running statistics
+// against the CPU's, batch_norm_relu against the two ops on the GPU.
+#include "batch_norm_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::expect_cuda_parity;
-
-TEST(BatchNormCuda, MatchesTheCpu) {
-  LOOM_REQUIRE_CUDA();
-  // {16, 3, 24, 24}: 9216 elements per channel, summed in several chunks per channel.
-  for (Shape shape :
-       {Shape{8, 16, 10, 10}, Shape{32, 7}, Shape{2, 3, 5, 5}, Shape{16, 3, 24, 24}}) {
-    Generator gen(shape[1]);
-    const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, 0.5, 1.5, kFloat32, &gen),
-                 b = randn({shape[1]}, kFloat32, &gen);
-    SCOPED_TRACE("x " + shape_str(shape));
-    expect_cuda_parity(
-        [](const std::vector<Tensor>& in) {
-          return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
-        },
-        {x, w, b});
-    const Tensor rm = randn({shape[1]}, kFloat32, &gen),
-                 rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
-    const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
-    expect_cuda_parity(
-        [rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
-          const bool gpu = in[0].is_cuda();
-          return batch_norm(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
-        },
-        {x, w, b});
-  }
-}
+LOOM_CASE_TABLE_TEST(BatchNorm, testing::batch_norm_cases, Cuda)
 
 TEST(BatchNormCuda, RunningStatisticsMatchTheCpu) {
   LOOM_REQUIRE_CUDA();
@@ -46,32 +19,6 @@ TEST(BatchNormCuda, RunningStatisticsMatchTheCpu) {
   }
   EXPECT_TENSOR_NEAR(rm_gpu.cpu(), rm, 1e-6, 1e-5);
   EXPECT_TENSOR_NEAR(rv_gpu.cpu(), rv, 1e-6, 1e-5);
-}
-
-TEST(BatchNormCuda, FusedReluMatchesTheCpu) {
-  LOOM_REQUIRE_CUDA();
-  // Planes of 100 and 25: the vectorised and the scalar passes.
-  for (Shape shape : {Shape{8, 16, 10, 10}, Shape{2, 3, 5, 5}, Shape{32, 7}}) {
-    Generator gen(shape[1] + 100);
-    const Tensor x = uniform(shape, -1.5, 2.5, kFloat32, &gen);
-    const Tensor w = uniform({shape[1]}, -1.5, 1.5, kFloat32, &gen),
-                 b = randn({shape[1]}, kFloat32, &gen);
-    SCOPED_TRACE("x " + shape_str(shape));
-    expect_cuda_parity(
-        [](const std::vector<Tensor>& in) {
-          return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-        },
-        {x, w, b});
-    const Tensor rm = randn({shape[1]}, kFloat32, &gen),
-                 rv = uniform({shape[1]}, 0.5, 2.0, kFloat32, &gen);
-    const Tensor rm_gpu = rm.cuda(), rv_gpu = rv.cuda();
-    expect_cuda_parity(
-        [rm, rv, rm_gpu, rv_gpu](const std::vector<Tensor>& in) {
-          const bool gpu = in[0].is_cuda();
-          return batch_norm_relu(in[0], in[1], in[2], gpu ? rm_gpu : rm, gpu ? rv_gpu : rv, false);
-        },
-        {x, w, b});
-  }
 }
 
 // On one device the fused op and relu(batch_norm) evaluate the same expressions and sum in the

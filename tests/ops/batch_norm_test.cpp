@@ -1,13 +1,16 @@
-// batch_norm on the CPU: training outputs and running statistics over two steps against plain
-// loops, eval mode on running statistics, float64 gradient checks in both modes, float32 under
-// a large mean, batch_norm_relu against the two ops, errors.
+// batch_norm on the CPU: the case table (batch_norm_cases.h) against float64 and finite
+// differences; training outputs and running statistics over two steps against plain loops, eval
+// mode on running statistics, float32 under a large mean, batch_norm_relu against the two ops,
+// errors.
 #include <algorithm>
 #include <cmath>
 
-#include "testing.h"
+#include "batch_norm_cases.h"
 
 namespace loom {
 namespace {
+
+LOOM_CASE_TABLE_TEST(BatchNorm, testing::batch_norm_cases, Cpu)
 
 // Per channel of x [N, C, ...]: the batch mean and the biased variance, by plain loops.
 void channel_moments(const Tensor& x, std::vector<double>& mean, std::vector<double>& var) {
@@ -83,28 +86,6 @@ TEST(BatchNorm, EvalUsesRunningStatisticsAndLeavesThem) {
   EXPECT_EQ(rv.to_vector<double>(), (std::vector<double>{4.0, 0.25}));
 }
 
-TEST(BatchNorm, GradientsMatchFiniteDifferences) {
-  for (Shape shape : {Shape{3, 2, 3, 4}, Shape{5, 3}, Shape{1, 2, 2, 3}}) {
-    Tensor x = testing::random_leaf(shape, 1);
-    Tensor w = testing::random_leaf({shape[1]}, 2), b = testing::random_leaf({shape[1]}, 3);
-    EXPECT_GRADCHECK(
-        [](const std::vector<Tensor>& in) {
-          return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true);
-        },
-        (std::vector<Tensor>{x, w, b}));
-    EXPECT_GRADCHECK(
-        [](const std::vector<Tensor>& in) {
-          return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
-        },
-        (std::vector<Tensor>{x}));
-    Tensor rm = randn({shape[1]}, kFloat64), rv = uniform({shape[1]}, 0.5, 2.0, kFloat64);
-    const auto eval = [rm, rv](const std::vector<Tensor>& in) {
-      return batch_norm(in[0], in[1], in[2], rm, rv, false);
-    };
-    EXPECT_GRADCHECK(eval, (std::vector<Tensor>{x, w, b}));
-  }
-}
-
 // The per-element passes run in float32 for float32 data: x - mean comes first, so a mean 1000
 // times the spread still normalises to float32's precision, not to 1000 ulps of it.
 TEST(BatchNorm, Float32KeepsItsPrecisionUnderALargeMean) {
@@ -121,7 +102,7 @@ TEST(BatchNorm, Float32KeepsItsPrecisionUnderALargeMean) {
 
 // relu(batch_norm(x)) in one op: the same outputs and the same gradients of x, weight and bias
 // as the two ops, in training and eval, float64 and float32 (the same rules, so equal to
-// rounding), and a float64 gradient check.
+// rounding).
 TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
   for (Shape shape : {Shape{4, 3, 5, 6}, Shape{8, 5}, Shape{2, 16, 3, 3}}) {
     for (DType dtype : {kFloat64, kFloat32}) {
@@ -155,18 +136,6 @@ TEST(BatchNorm, FusedReluMatchesReluOfBatchNorm) {
       }
     }
   }
-  Tensor x = testing::random_leaf({3, 2, 3, 4}, 4);
-  Tensor w = testing::random_leaf({2}, 5), b = testing::random_leaf({2}, 6);
-  EXPECT_GRADCHECK(
-      [](const std::vector<Tensor>& in) {
-        return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-      },
-      (std::vector<Tensor>{x, w, b}));
-  Tensor rm = randn({2}, kFloat64), rv = uniform({2}, 0.5, 2.0, kFloat64);
-  const auto eval = [rm, rv](const std::vector<Tensor>& in) {
-    return batch_norm_relu(in[0], in[1], in[2], rm, rv, false);
-  };
-  EXPECT_GRADCHECK(eval, (std::vector<Tensor>{x, w, b}));
 }
 
 TEST(BatchNorm, Errors) {

@@ -4,48 +4,33 @@
 // gradient, and agree with the CPU's NCHW computation on the same values; whole models (the
 // zoo's classic_cnn and a ResNet block) train alike in both layouts, eagerly and captured, and
 // with channels-last weights bit for bit as with NCHW ones.
-#include "cnn_parity.h"
+#include "parity.h"
 
 namespace loom {
 namespace {
 
 constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
 
-// f on CPU float32 leaves (NCHW) and on CUDA leaves of the same values where the first input
-// is channels-last: outputs and every gradient must agree, the output must be channels-last
-// (when `out_cl`) and so must the first input's gradient.
-void expect_channels_last_parity(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                                 const std::vector<Tensor>& values, bool out_cl = true,
-                                 double atol = 1e-4, double rtol = 1e-4) {
-  const ConvTf32Scope full_float32(false);
-  std::vector<Tensor> cpu, gpu;
-  for (size_t i = 0; i < values.size(); ++i) {
-    cpu.push_back(values[i].clone().set_requires_grad(true));
-    Tensor g = values[i].cuda();
-    if (i == 0) g = g.contiguous(kCL);
-    gpu.push_back(g.set_requires_grad(true));
+// f on CPU leaves (NCHW) and on CUDA leaves of the same values whose first input is
+// channels-last, through the one parity checker; then the layouts: the output channels-last
+// (when `out_cl`) and so the first input's gradient, the other inputs' (NCHW weights) NCHW.
+void expect_channels_last_parity(const testing::Function& f, const std::vector<Tensor>& values,
+                                 bool out_cl = true) {
+  testing::ParityOptions options;
+  options.cuda_format = kCL;
+  const testing::ParityRun gpu = testing::expect_cuda_parity(f, values, options);
+  ASSERT_EQ(gpu.leaves[0].suggest_memory_format(), kCL);
+  if (out_cl) {
+    EXPECT_EQ(gpu.output.suggest_memory_format(), kCL)
+        << "strides " << shape_str(gpu.output.strides());
   }
-  ASSERT_EQ(gpu[0].suggest_memory_format(), kCL);
-  const Tensor y_cpu = f(cpu);
-  const Tensor y_gpu = f(gpu);
-  ASSERT_TRUE(y_gpu.is_cuda());
-  if (out_cl)
-    EXPECT_EQ(y_gpu.suggest_memory_format(), kCL) << "strides " << shape_str(y_gpu.strides());
-  EXPECT_TENSOR_NEAR(y_gpu.cpu(), y_cpu, atol, rtol);
-  Generator gen(2025);
-  const Tensor w = randn(y_cpu.shape(), y_cpu.dtype(), &gen);
-  y_cpu.backward(w);
-  y_gpu.backward(w.cuda());
-  for (size_t i = 0; i < values.size(); ++i) {
-    ASSERT_TRUE(cpu[i].grad().defined() && gpu[i].grad().defined()) << "input " << i;
-    const std::string problem = testing::compare(gpu[i].grad().cpu(), cpu[i].grad(), atol, rtol);
-    EXPECT_TRUE(problem.empty()) << "gradient of input " << i << ": " << problem;
+  ASSERT_TRUE(gpu.leaves[0].grad().defined());
+  EXPECT_EQ(gpu.leaves[0].grad().suggest_memory_format(), kCL)
+      << "strides " << shape_str(gpu.leaves[0].grad().strides());
+  for (size_t i = 1; i < values.size(); ++i) {
+    ASSERT_TRUE(gpu.leaves[i].grad().defined()) << "input " << i;
+    EXPECT_TRUE(gpu.leaves[i].grad().is_contiguous()) << "input " << i;
   }
-  EXPECT_EQ(gpu[0].grad().suggest_memory_format(), kCL)
-      << "strides " << shape_str(gpu[0].grad().strides());
-  // The other inputs are NCHW leaves (weights): their gradients come back NCHW.
-  for (size_t i = 1; i < values.size(); ++i)
-    EXPECT_TRUE(gpu[i].grad().is_contiguous()) << "input " << i;
 }
 
 struct ConvCase {
@@ -75,15 +60,15 @@ TEST(ChannelsLastCuda, Conv2dMatchesTheCpu) {
     SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
     expect_channels_last_parity(
         [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-        {x, w, b}, true, 5e-4);
+        {x, w, b});
     expect_channels_last_parity(
         [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
-        {x, w}, true, 5e-4);
+        {x, w});
     // The fused bias + relu pass, channel-fastest (vectorised when the channels are a multiple of
     // 4).
     expect_channels_last_parity(
         [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
-        {x, w, b}, true, 5e-4);
+        {x, w, b});
   }
 }
 
@@ -185,12 +170,11 @@ TEST(ChannelsLastCuda, PoolingMatchesTheCpu) {
   for (const PoolCase& c : cases) {
     SCOPED_TRACE(c.name);
     const auto pool = c.pool;
-    expect_channels_last_parity([pool](const std::vector<Tensor>& in) { return pool(in[0]); }, {x},
-                                true, 1e-5);
+    expect_channels_last_parity([pool](const std::vector<Tensor>& in) { return pool(in[0]); }, {x});
   }
   // Global average pooling ends with one pixel: both layouts at once, so no layout to check.
   expect_channels_last_parity(
-      [](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x}, false, 1e-5);
+      [](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x}, false);
 }
 
 TEST(ChannelsLastCuda, ElementwiseOpsKeepTheLayout) {
@@ -204,7 +188,7 @@ TEST(ChannelsLastCuda, ElementwiseOpsKeepTheLayout) {
         const bool gpu = in[0].is_cuda();
         return relu(in[0] * (gpu ? y_gpu : y) + (gpu ? bias_gpu : bias)) + in[0];
       },
-      {x}, true, 1e-6);
+      {x});
 }
 
 // Two copies of one model, one fed NCHW and the other channels-last, step for step on the GPU:

@@ -1,7 +1,7 @@
-// conv2d on cuDNN: CPU/CUDA parity of forward and all gradients over strides, paddings
-// (including Keras' asymmetric 'same'), dilation and 1x1 kernels, in full float32; TF32
-// results within TF32's tolerance; the algorithm cache; float64.
-#include "cnn_parity.h"
+// conv2d on cuDNN: the case table (conv_cases.h) against the CPU, in full float32 and float64;
+// TF32 results within TF32's tolerance; the algorithm cache, deterministic and benchmark modes;
+// conv2d_relu as relu of conv2d.
+#include "conv_cases.h"
 
 namespace loom {
 namespace {
@@ -13,38 +13,7 @@ struct GpuCase {
   Conv2dOptions opt;
 };
 
-TEST(Conv2dCuda, MatchesTheCpu) {
-  LOOM_REQUIRE_CUDA();
-  const std::vector<GpuCase> cases = {
-      {{2, 3, 9, 8}, {4, 3, 3, 3}, Conv2dOptions()},
-      {{3, 3, 64, 64}, {32, 3, 3, 3}, Conv2dOptions().stride(3)},  // seed_cnn's first layer
-      {{2, 4, 11, 10}, {5, 4, 3, 2}, Conv2dOptions().stride(2).padding(1)},
-      {{1, 2, 9, 9}, {3, 2, 3, 3}, Conv2dOptions().dilation(2).padding(2)},
-      {{2, 3, 8, 7}, {4, 3, 3, 3}, Conv2dOptions().padding(Padding::Same)},
-      {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dOptions().stride(2).padding(Padding::Same)},  // asymmetric
-      {{2, 2, 6, 6}, {3, 2, 2, 2}, Conv2dOptions().padding(Padding::Same)},            // asymmetric
-      {{2, 8, 5, 5}, {6, 8, 1, 1}, Conv2dOptions()},
-      {{4, 16, 16, 16}, {32, 16, 3, 3}, Conv2dOptions().padding(1)},
-      // 12800 outputs per channel: the bias gradient is summed in several chunks per channel.
-      {{8, 3, 40, 40}, {4, 3, 3, 3}, Conv2dOptions().padding(1)},
-  };
-  uint64_t seed = 1;
-  for (const GpuCase& c : cases) {
-    Generator gen(seed++);
-    const Tensor x = randn(c.x, kFloat32, &gen), w = uniform(c.w, -0.5, 0.5, kFloat32, &gen);
-    const Tensor b = randn({c.w[0]}, kFloat32, &gen);
-    const Conv2dOptions opt = c.opt;
-    SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
-    // Weight and bias gradients sum up to ~10^4 float32 products: a small absolute slack on
-    // top of 1e-4 relative keeps entries near zero from failing on rounding alone.
-    expect_cuda_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-        {x, w, b}, 5e-4, 1e-4);
-    expect_cuda_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), opt); },
-        {x, w}, 5e-4, 1e-4);
-  }
-}
+LOOM_CASE_TABLE_TEST(Conv2d, testing::conv_cases, Cuda)
 
 TEST(Conv2dCuda, Tf32IsOnByDefaultAndScoped) {
   EXPECT_TRUE(conv_allow_tf32());
@@ -90,17 +59,6 @@ TEST(Conv2dCuda, Tf32ResultsAreWithinTf32Tolerance) {
   expect_close(xg.grad(), xc.grad(), "input gradient");
   expect_close(wg.grad(), wc.grad(), "weight gradient");
   expect_close(bg.grad(), bc.grad(), "bias gradient");
-}
-
-TEST(Conv2dCuda, Float64MatchesTheCpu) {
-  LOOM_REQUIRE_CUDA();
-  Generator gen(3);
-  const Tensor x = randn({2, 3, 7, 7}, kFloat64, &gen), w = randn({2, 3, 3, 3}, kFloat64, &gen);
-  expect_cuda_parity(
-      [](const std::vector<Tensor>& in) {
-        return conv2d(in[0], in[1], Tensor(), Conv2dOptions().stride(2).padding(1));
-      },
-      {x, w}, 1e-10, 1e-10);
 }
 
 TEST(Conv2dCuda, AlgorithmsAreChosenOncePerShape) {
@@ -165,13 +123,12 @@ TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
     const Tensor b = randn({c.w[0]}, kFloat32, &gen);
     const Conv2dOptions opt = c.opt;
     const int64_t before = conv_algorithm_searches();
-    expect_cuda_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-        {x, w, b}, 5e-4, 1e-4);
+    const testing::Function f = [opt](const std::vector<Tensor>& in) {
+      return conv2d(in[0], in[1], in[2], opt);
+    };
+    expect_cuda_parity(f, {x, w, b});
     EXPECT_EQ(conv_algorithm_searches(), before + 3);
-    expect_cuda_parity(
-        [opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-        {x, w, b}, 5e-4, 1e-4);
+    expect_cuda_parity(f, {x, w, b});
     EXPECT_EQ(conv_algorithm_searches(), before + 3);
   }
   // Deterministic and benchmark together: the timed choice among deterministic algorithms
@@ -181,36 +138,11 @@ TEST(Conv2dCuda, BenchmarkModeTimesOncePerShapeAndKeepsResults) {
   EXPECT_EQ(grads[0], grads[1]);
 }
 
-// conv2d_relu on CUDA (cuDNN, then one pass adding the bias and applying relu: 16-byte steps
-// when a plane's size is a multiple of 4, one element otherwise) against the CPU's composition,
-// forward and every gradient; float64 to a tight tolerance, float32 in full float32.
-TEST(Conv2dCuda, FusedReluMatchesTheComposition) {
+// The fused output of conv2d_relu is exactly relu of the unfused one on the same device (its
+// values and gradients against the CPU are in conv_cases.h), and about half of it is clipped:
+// the test sees both sides of the kink.
+TEST(Conv2dCuda, FusedReluIsReluOfTheUnfusedOutput) {
   LOOM_REQUIRE_CUDA();
-  const ConvTf32Scope full(false);
-  const std::vector<GpuCase> cases = {
-      {{3, 3, 16, 16}, {8, 3, 3, 3}, Conv2dOptions().padding(1)},  // planes of 256: 4 at a time
-      {{2, 3, 9, 7}, {5, 3, 3, 3}, Conv2dOptions()},               // planes of 35: one at a time
-      {{2, 4, 64, 64}, {6, 4, 3, 3}, Conv2dOptions().stride(3)},   // seed_cnn's geometry
-  };
-  uint64_t seed = 60;
-  for (const GpuCase& c : cases) {
-    SCOPED_TRACE("x " + shape_str(c.x) + " w " + shape_str(c.w));
-    for (DType dtype : {kFloat64, kFloat32}) {
-      Generator gen(seed++);
-      const Tensor x = randn(c.x, dtype, &gen), w = uniform(c.w, -0.5, 0.5, dtype, &gen);
-      const Tensor b = randn({c.w[0]}, dtype, &gen);
-      const Conv2dOptions opt = c.opt;
-      const double tol = dtype == kFloat64 ? 1e-10 : 5e-4;
-      expect_cuda_parity(
-          [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], in[2], opt); },
-          {x, w, b}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
-      expect_cuda_parity(
-          [opt](const std::vector<Tensor>& in) { return conv2d_relu(in[0], in[1], Tensor(), opt); },
-          {x, w}, tol, dtype == kFloat64 ? 1e-10 : 1e-4);
-    }
-  }
-  // The fused output is exactly relu of the unfused one on the same device (and about half
-  // of it is clipped: the test sees both sides of the kink).
   Generator gen(70);
   const Tensor x = randn({4, 3, 20, 20}, TensorOptions().device(kCUDA), &gen);
   const Tensor w = randn({8, 3, 3, 3}, TensorOptions().device(kCUDA), &gen);

@@ -1,98 +1,14 @@
-// conv2d on the CPU: values against a direct 7-loop convolution in double, 'same'/'valid'
-// geometry, float64 gradient checks over strides, paddings, dilations and odd sizes, errors.
-#include <array>
-
-#include "testing.h"
+// conv2d on the CPU: the case table (conv_cases.h) against float64, the direct 7-loop
+// convolution and finite differences; 'same'/'valid' output sizes, hand-computed values,
+// strided inputs, only the requested gradients, errors and the algorithm settings.
+#include "conv_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::gradcheck;
 using testing::random_leaf;
 
-struct Pads {
-  int64_t top, bottom, left, right;
-};
-
-// The definition: y[n,o,i,j] = b[o] + sum_{c,p,q} x[n,c,i*sh-top+p*dh, j*sw-left+q*dw] w[o,c,p,q].
-Tensor reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int64_t, 2> s,
-                      Pads pad, std::array<int64_t, 2> d) {
-  const auto xv = x.to_vector<double>(), wv = w.to_vector<double>();
-  const auto bv = b.defined() ? b.to_vector<double>() : std::vector<double>(w.size(0), 0.0);
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t O = w.size(0), KH = w.size(2), KW = w.size(3);
-  const int64_t OH = (H + pad.top + pad.bottom - d[0] * (KH - 1) - 1) / s[0] + 1;
-  const int64_t OW = (W + pad.left + pad.right - d[1] * (KW - 1) - 1) / s[1] + 1;
-  std::vector<double> y(N * O * OH * OW);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t i = 0; i < OH; ++i)
-        for (int64_t j = 0; j < OW; ++j) {
-          double acc = bv[o];
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t p = 0; p < KH; ++p)
-              for (int64_t q = 0; q < KW; ++q) {
-                const int64_t yy = i * s[0] - pad.top + p * d[0],
-                              xx = j * s[1] - pad.left + q * d[1];
-                if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
-                acc += xv[((n * C + c) * H + yy) * W + xx] * wv[((o * C + c) * KH + p) * KW + q];
-              }
-          y[((n * O + o) * OH + i) * OW + j] = acc;
-        }
-  return from_vector(y, {N, O, OH, OW});
-}
-
-struct Case {
-  Shape x, w;
-  Conv2dOptions opt;
-  Pads pads;  // what opt should amount to
-  bool bias;
-};
-
-std::vector<Case> cases() {
-  return {
-      {{2, 3, 7, 6}, {4, 3, 3, 3}, Conv2dOptions(), {0, 0, 0, 0}, true},
-      {{1, 2, 9, 8}, {3, 2, 3, 2}, Conv2dOptions().stride(2).padding(1), {1, 1, 1, 1}, false},
-      {{2, 3, 10, 11}, {2, 3, 3, 3}, Conv2dOptions().stride(3), {0, 0, 0, 0}, true},
-      {{1, 2, 9, 7}, {2, 2, 3, 3}, Conv2dOptions().dilation(2).padding(2, 1), {2, 2, 1, 1}, true},
-      {{2, 1, 5, 5}, {3, 1, 2, 2}, Conv2dOptions().padding(Padding::Same), {0, 1, 0, 1}, true},
-      {{1, 2, 7, 6}, {2, 2, 3, 3}, Conv2dOptions().padding(Padding::Same), {1, 1, 1, 1}, false},
-      // Keras 'same' with stride 2: out = ceil(7 / 2) = 4, total pad 2 (1, 1) and ceil(6 / 2) = 3,
-      // total pad 1 (0 before, 1 after).
-      {{1, 2, 7, 6},
-       {3, 2, 3, 3},
-       Conv2dOptions().stride(2).padding(Padding::Same),
-       {1, 1, 0, 1},
-       true},
-      {{2, 3, 8, 8},
-       {2, 3, 3, 3},
-       Conv2dOptions().stride(3).padding(Padding::Valid),
-       {0, 0, 0, 0},
-       true},
-      {{1, 3, 5, 4}, {4, 3, 1, 1}, Conv2dOptions(), {0, 0, 0, 0}, true},  // pointwise fast path
-      {{2, 2, 6, 7},
-       {3, 2, 2, 3},
-       Conv2dOptions().stride(1, 2).dilation(2, 1).padding(1, 0),
-       {1, 1, 0, 0},
-       false},
-  };
-}
-
-TEST(Conv2d, MatchesDirectConvolution) {
-  uint64_t seed = 100;
-  for (const Case& c : cases()) {
-    for (DType dtype : {kFloat64, kFloat32}) {
-      Generator gen(seed++);
-      Tensor x = randn(c.x, dtype, &gen), w = randn(c.w, dtype, &gen);
-      Tensor b = c.bias ? randn({c.w[0]}, dtype, &gen) : Tensor();
-      Tensor y = conv2d(x, w, b, c.opt);
-      Tensor ref = reference_conv(x, w, b, c.opt.stride_, c.pads, c.opt.dilation_);
-      const double tol = dtype == kFloat64 ? 1e-12 : 1e-5;
-      EXPECT_EQ(y.dtype(), dtype);
-      EXPECT_TENSOR_NEAR(y, ref, tol, tol);
-    }
-  }
-}
+LOOM_CASE_TABLE_TEST(Conv2d, testing::conv_cases, Cpu)
 
 TEST(Conv2d, SameAndValidOutputSizes) {
   Tensor x = randn({1, 3, 64, 64});
@@ -125,21 +41,6 @@ TEST(Conv2d, NonContiguousInputs) {
   ASSERT_FALSE(xt.is_contiguous());
   EXPECT_TENSOR_NEAR(conv2d(xt, w, Tensor(), Conv2dOptions().padding(1)),
                      conv2d(x, w, Tensor(), Conv2dOptions().padding(1)), 1e-12, 0);
-}
-
-TEST(Conv2d, GradientsMatchFiniteDifferences) {
-  uint64_t seed = 300;
-  for (const Case& c : cases()) {
-    Tensor x = random_leaf(c.x, seed++);
-    Tensor w = random_leaf(c.w, seed++);
-    Tensor b = c.bias ? random_leaf({c.w[0]}, seed++) : Tensor();
-    const Conv2dOptions opt = c.opt;
-    const std::string problem =
-        gradcheck([opt](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], opt); },
-                  {x, w, b});
-    EXPECT_TRUE(problem.empty()) << "x " << shape_str(c.x) << " w " << shape_str(c.w) << ": "
-                                 << problem;
-  }
 }
 
 TEST(Conv2d, OnlyRequestedGradients) {

@@ -1,5 +1,5 @@
 // dropout on CUDA: the same seed draws the same mask as on the CPU, forward and backward.
-#include "cnn_parity.h"
+#include "testing.h"
 
 namespace loom {
 namespace {

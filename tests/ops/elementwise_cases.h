@@ -1,12 +1,13 @@
 // Every differentiable elementwise op and activation as a test case (function, arity, input
-// domain), and the operand layouts they run on: written once, used by the CPU gradient checks
-// and by the CPU/CUDA parity tests.
+// domain), and the operand layouts they run on: written once, and made into the family's case
+// table (elementwise_parity_cases) that both devices run, with large tensors, both CUDA kernels
+// and where() with a broadcast condition.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "testing.h"
+#include "parity.h"
 
 namespace loom::testing {
 
@@ -122,6 +123,76 @@ inline std::vector<OpCase> differentiable_cases() {
       // difference never flips it.
       {"where", 2, kinks, {0.3}, [](V in) { return where(gt(in[0], 0.3), in[0], in[1]); }},
   };
+}
+
+// Every op of differentiable_cases() on every layout in float32, float64 and bfloat16: bfloat16
+// is computed in float and rounded once with the same function on both devices, so ops made of
+// IEEE-exact float operations agree bit for bit, gradients included; the libm ones within
+// bfloat16's tolerance. Then large tensors (gradients summed over 1031 rows), dense operands
+// whose size is a multiple of 8 (CUDA's 16-byte kernel: 8 bfloat16, 4 float or 2 double a
+// thread) and views one element in or of odd size (its scalar kernel), and where() with a
+// broadcast condition.
+inline std::vector<ParityCase> elementwise_parity_cases() {
+  using V = const std::vector<Tensor>&;
+  std::vector<ParityCase> cases;
+  for (const OpCase& c : differentiable_cases()) {
+    for (const Layout& layout : layouts_for(c)) {
+      ParityCase p{c.name + " on " + layout.name,
+                   {},
+                   with_layout(c.f, layout),
+                   {kFloat32, kFloat64, kBFloat16}};
+      for (const Shape& shape : layout.shapes) {
+        p.inputs.push_back(
+            {[c, shape](uint64_t seed) { return make_input(c, shape, seed).detach(); }});
+      }
+      p.bf16_exact = !uses_libm(c.name);
+      cases.push_back(p);
+    }
+  }
+  const Input a = normal({1031, 2049}), b = normal({2049});
+  cases.push_back({"large: sigmoid of a broadcast product",
+                   {a, b},
+                   [](V in) { return sigmoid(in[0] * in[1]); },
+                   {kFloat32, kFloat64}});
+  cases.push_back({"large: a transposed operand minus a number",
+                   {a},
+                   [](V in) { return in[0].t() - 1.5; },
+                   {kFloat32, kFloat64}});
+  // b's gradient sums 1031 rows in double, in another order on each device: a few double ulps
+  // apart, which could change the rounding to bfloat16 only for a sum that close to a tie.
+  ParityCase product{"large: a broadcast product plus a number",
+                     {a, b},
+                     [](V in) { return in[0] * in[1] + 0.5; },
+                     {kBFloat16}};
+  product.bf16_exact = true;
+  cases.push_back(product);
+  cases.push_back({"large: sigmoid of a transposed operand minus a column",
+                   {a, b},
+                   [](V in) { return sigmoid(in[0].t()) - in[1].unsqueeze(1); },
+                   {kBFloat16}});
+  const Input x = normal({8193}), y = normal({8193});
+  for (int64_t start : {0, 1}) {
+    for (int64_t length : {8192, 8191}) {
+      ParityCase p{"relu(x * y) + x from element " + std::to_string(start) + ", " +
+                       std::to_string(length) + " elements",
+                   {x, y},
+                   [start, length](V in) {
+                     const Tensor u = in[0].narrow(0, start, length),
+                                  v = in[1].narrow(0, start, length);
+                     return relu(u * v) + u;
+                   },
+                   {kFloat32, kFloat64, kBFloat16}};
+      p.bf16_exact = true;
+      cases.push_back(p);
+    }
+  }
+  Generator gen(4);
+  const Tensor cond = randint(0, 2, {3, 1}, kUInt8, &gen);
+  cases.push_back({"where with a broadcast condition",
+                   {normal({1, 4}), normal({3, 4})},
+                   [cond](V in) { return where(cond.to(in[0].device()), in[0], in[1]); },
+                   {kFloat32, kFloat64}});
+  return cases;
 }
 
 }  // namespace loom::testing

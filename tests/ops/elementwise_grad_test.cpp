@@ -1,6 +1,7 @@
-// Finite-difference gradient checks in float64 for every differentiable elementwise op and
-// activation, on every operand layout (broadcast, scalar-shaped, transposed), plus the
-// gradients that finite differences cannot see: kinks, ties and special points.
+// The case table of every differentiable elementwise op and activation (elementwise_cases.h)
+// on every operand layout (broadcast, scalar-shaped, transposed): float32 and bfloat16 against
+// float64 and finite differences in float64; plus the gradients that finite differences cannot
+// see: kinks, ties and special points.
 #include <cmath>
 
 #include "elementwise_cases.h"
@@ -10,17 +11,7 @@ namespace {
 
 using namespace testing;
 
-TEST(ElementwiseGrad, EveryOpOnEveryLayout) {
-  uint64_t seed = 100;
-  for (const OpCase& c : differentiable_cases()) {
-    for (const Layout& layout : layouts_for(c)) {
-      SCOPED_TRACE(c.name + " on " + layout.name);
-      std::vector<Tensor> leaves;
-      for (const Shape& shape : layout.shapes) leaves.push_back(make_input(c, shape, ++seed));
-      EXPECT_GRADCHECK(with_layout(c.f, layout), leaves);
-    }
-  }
-}
+LOOM_CASE_TABLE_TEST(Elementwise, elementwise_parity_cases, Cpu)
 
 TEST(ElementwiseGrad, OnlyInputsThatRequireGradGetOne) {
   Tensor a = random_leaf({2, 3}, 1);

@@ -1,11 +1,12 @@
-// matmul, bmm and linear on the CPU: values against a triple loop for every operand rank and
-// layout (transposed views, broadcast batches), gradient checks and shape errors.
-#include "testing.h"
+// matmul, bmm and linear on the CPU: the case table (linalg_cases.h) against float64 and finite
+// differences, values against a triple loop for every operand rank and layout (transposed views,
+// broadcast batches), shape errors.
+#include "linalg_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::random_leaf;
+LOOM_CASE_TABLE_TEST(Linalg, testing::linalg_cases, Cpu)
 
 // [n, k] @ [k, m] by triple loop on row-major values.
 std::vector<double> loop_matmul(const std::vector<double>& a, const std::vector<double>& b,
@@ -133,38 +134,6 @@ TEST(Linear, MatchesLoopWithAndWithoutBias) {
       EXPECT_NEAR(yv[r * 5 + o], acc + bv[o], 1e-12);
     }
   EXPECT_EQ(linear(randn({4}, kFloat64, &gen), w).shape(), (Shape{5}));
-}
-
-TEST(Linalg, Gradients) {
-  const Tensor a = random_leaf({3, 4}, 51), b = random_leaf({4, 2}, 52);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{a, b}));
-  const Tensor at = random_leaf({4, 3}, 53);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1]); },
-                   (std::vector<Tensor>{at, b}));
-  const Tensor v = random_leaf({4}, 54), w = random_leaf({4}, 55);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{v, w}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{v, b}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{a, v}));
-  // Broadcast batches: gradients sum over the batch dims an operand was broadcast along.
-  const Tensor ba = random_leaf({2, 1, 3, 4}, 56), bb = random_leaf({3, 4, 2}, 57);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{ba, bb}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{ba, b}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                   (std::vector<Tensor>{a, bb}));
-  const Tensor x = random_leaf({3, 2, 4}, 58), y = random_leaf({3, 4, 5}, 59);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
-                   (std::vector<Tensor>{x, y}));
-  const Tensor wt = random_leaf({5, 4}, 60), bias = random_leaf({5}, 61);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
-                   (std::vector<Tensor>{x, wt, bias}));
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); },
-                   (std::vector<Tensor>{x, wt}));
 }
 
 TEST(Linalg, ShapeErrorsNameBothShapes) {

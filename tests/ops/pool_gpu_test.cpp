@@ -1,17 +1,13 @@
-// Pooling on CUDA: CPU/CUDA parity of forward and backward for max (overlapping and
-// non-overlapping windows), average (both padding counts), adaptive and global average pooling;
-// max pooling's winners and gradients against the float64 reference (ties, NaNs, byte and
-// int64 window offsets, both backward kernels), with the gradient's memory filled with NaN
-// beforehand, so that a pixel the backward leaves unwritten shows.
+// Pooling on CUDA: the case table (pool_cases.h) against the CPU; max pooling's winners and
+// gradients against the float64 reference (ties, NaNs, byte and int64 window offsets, both backward
+// kernels), with the gradient's memory filled with NaN beforehand, so that a pixel the backward
+// leaves unwritten shows.
 #include <limits>
 
-#include "cnn_parity.h"
-#include "max_pool_reference.h"
+#include "pool_cases.h"
 
 namespace loom {
 namespace {
-
-using testing::expect_cuda_parity;
 
 // Hands blocks of `shape` filled with NaN back to the caching allocator, so that the next
 // allocations of that size on this stream (a backward's dx) start as NaN instead of zeros
@@ -33,55 +29,7 @@ std::vector<testing::MaxPoolCase> gpu_max_pool_cases() {
   return cases;
 }
 
-TEST(Pool2dCuda, MatchesTheCpu) {
-  LOOM_REQUIRE_CUDA();
-  struct Case {
-    Shape x;
-    Size2 k, s, p;
-  };
-  const std::vector<Case> cases = {
-      {{2, 3, 8, 8}, 2, 2, 0},
-      {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
-      {{2, 4, 9, 7}, 3, 1, 1},
-      {{3, 32, 21, 21}, 2, 2, 0},
-      {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
-      // Windows that cannot overlap (max pooling's cell backward): exact cover, gaps
-      // between windows, padding, and uncovered trailing rows/columns.
-      {{4, 8, 62, 62}, 2, 2, 0},
-      {{2, 3, 10, 11}, 2, 3, 1},
-      {{2, 4, 9, 9}, 3, 3, 1},
-      {{1, 2, 9, 7}, {3, 2}, {3, 2}, 0},
-  };
-  uint64_t seed = 10;
-  for (const Case& c : cases) {
-    Generator gen(seed++);
-    const Tensor x = randn(c.x, kFloat32, &gen);
-    const Size2 k = c.k, s = c.s, p = c.p;
-    SCOPED_TRACE("x " + shape_str(c.x));
-    expect_cuda_parity([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
-                       {x});
-    expect_cuda_parity([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); },
-                       {x});
-    expect_cuda_parity(
-        [=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
-  }
-  for (const testing::MaxPoolCase& c : gpu_max_pool_cases()) {
-    SCOPED_TRACE("max-pool case x " + shape_str(c.x));
-    for (DType dtype : {kFloat32, kFloat64}) {
-      Generator gen(seed++);
-      const Size2 k = c.k, s = c.s, p = c.p;
-      expect_cuda_parity([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
-                         {randn(c.x, dtype, &gen)});
-      expect_cuda_parity([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
-                         {testing::tied_input(c.x, seed++, dtype)});
-    }
-  }
-  Generator gen(99);
-  const Tensor x = randn({2, 5, 11, 9}, kFloat32, &gen);
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 3); },
-                     {x});
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x});
-}
+LOOM_CASE_TABLE_TEST(Pool2d, testing::pool_cases, Cuda)
 
 TEST(Pool2dCuda, MaxWinnersAndGradientsMatchTheReference) {
   LOOM_REQUIRE_CUDA();

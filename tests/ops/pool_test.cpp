@@ -1,90 +1,13 @@
-// Pooling on the CPU: values against plain loops (padding, non-square kernels and strides,
-// count_include_pad both ways, adaptive bins), max pooling's winners and gradients against a
-// float64 reference (ties, NaNs, byte and int64 window offsets), float64 gradient checks, errors.
-#include <algorithm>
-#include <limits>
-#include <random>
-
+// Pooling on the CPU: the case table (pool_cases.h) against float64, plain loops and finite
+// differences; hand-computed values, adaptive bins against loops, max pooling's winners and
+// gradients against a float64 reference (ties, NaNs, byte and int64 window offsets), errors.
 #include "loom/ops/pool_backend.h"
-#include "max_pool_reference.h"
-#include "testing.h"
+#include "pool_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::gradcheck;
-
-// Distinct values (a shuffled ramp plus noise), so no max-pool window has a near-tie that a
-// finite difference could flip.
-Tensor distinct_leaf(const Shape& shape, uint64_t seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<double> v(n);
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = 0.1 * static_cast<double>(i) + 0.01 * std::uniform_real_distribution<double>(0, 1)(rng);
-  std::shuffle(v.begin(), v.end(), rng);
-  Tensor t = from_vector(v, shape);
-  t.set_requires_grad(true);
-  return t;
-}
-
-enum class Kind { Max, AvgWithPad, AvgNoPad };
-
-// Pooling by its definition: window of output (i, j) is rows i*sh - ph + [0, kh), clipped.
-Tensor reference_pool(const Tensor& x, Kind kind, Size2 k, Size2 s, Size2 p) {
-  const auto xv = x.to_vector<double>();
-  const int64_t P = x.size(0) * x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t OH = (H + 2 * p.h - k.h) / s.h + 1, OW = (W + 2 * p.w - k.w) / s.w + 1;
-  std::vector<double> y;
-  for (int64_t pl = 0; pl < P; ++pl)
-    for (int64_t i = 0; i < OH; ++i)
-      for (int64_t j = 0; j < OW; ++j) {
-        double best = -std::numeric_limits<double>::infinity(), sum = 0;
-        int64_t inside = 0, padded = 0;
-        for (int64_t a = 0; a < k.h; ++a)
-          for (int64_t b = 0; b < k.w; ++b) {
-            const int64_t yy = i * s.h - p.h + a, xx = j * s.w - p.w + b;
-            if (yy >= H + p.h || xx >= W + p.w) continue;  // beyond the padding: not counted
-            ++padded;
-            if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
-            const double v = xv[(pl * H + yy) * W + xx];
-            best = std::max(best, v), sum += v, ++inside;
-          }
-        y.push_back(kind == Kind::Max ? best : sum / (kind == Kind::AvgWithPad ? padded : inside));
-      }
-  return from_vector(y, {x.size(0), x.size(1), OH, OW});
-}
-
-struct PoolCase {
-  Shape x;
-  Size2 k, s, p;
-};
-
-std::vector<PoolCase> pool_cases() {
-  return {
-      {{2, 3, 8, 8}, 2, 2, 0}, {{1, 2, 7, 9}, {3, 2}, {2, 1}, {1, 1}},
-      {{2, 1, 5, 6}, 3, 1, 1}, {{1, 2, 9, 7}, {2, 3}, {3, 2}, {1, 0}},
-      {{1, 1, 7, 7}, 3, 2, 1}, {{3, 2, 10, 10}, 2, 2, 0},
-  };
-}
-
-TEST(Pool2d, MaxAndAverageMatchLoops) {
-  uint64_t seed = 1;
-  for (const auto& c : pool_cases()) {
-    for (DType dtype : {kFloat64, kFloat32}) {
-      Generator gen(seed++);
-      Tensor x = randn(c.x, dtype, &gen);
-      const double tol = dtype == kFloat64 ? 1e-12 : 1e-6;
-      EXPECT_TENSOR_NEAR(max_pool2d(x, c.k, c.s, c.p), reference_pool(x, Kind::Max, c.k, c.s, c.p),
-                         tol, tol);
-      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p),
-                         reference_pool(x, Kind::AvgWithPad, c.k, c.s, c.p), tol, tol);
-      EXPECT_TENSOR_NEAR(avg_pool2d(x, c.k, c.s, c.p, false),
-                         reference_pool(x, Kind::AvgNoPad, c.k, c.s, c.p), tol, tol);
-    }
-  }
-}
+LOOM_CASE_TABLE_TEST(Pool2d, testing::pool_cases, Cpu)
 
 TEST(Pool2d, StrideDefaultsToKernel) {
   Tensor x = randn({1, 2, 64, 64});
@@ -130,26 +53,6 @@ TEST(Pool2d, AdaptiveAndGlobalAverage) {
   EXPECT_NEAR(g.to_vector<double>()[0], first / 35, 1e-12);
 }
 
-TEST(Pool2d, GradientsMatchFiniteDifferences) {
-  uint64_t seed = 50;
-  for (const auto& c : pool_cases()) {
-    Tensor x = distinct_leaf(c.x, seed++);
-    const auto k = c.k, s = c.s, p = c.p;
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
-                     {x});
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p); },
-                     {x});
-    EXPECT_GRADCHECK(
-        [=](const std::vector<Tensor>& in) { return avg_pool2d(in[0], k, s, p, false); }, {x});
-  }
-  Tensor x = distinct_leaf({2, 2, 7, 5}, 99);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 3, 2); },
-                   {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], 4, 4); },
-                   {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); }, {x});
-}
-
 TEST(Pool2d, MaxGradientGoesToTheArgmax) {
   Tensor x = from_vector<double>({1, 5, 2, 0, 3, 4, 9, 8, 7}, {1, 1, 3, 3});
   x.set_requires_grad(true);
@@ -185,17 +88,6 @@ TEST(Pool2d, MaxWinnersAndGradientsMatchTheReference) {
         EXPECT_TENSOR_NEAR(x.grad(), testing::reference_max_pool_grad(x, ref, w), tol, tol);
       }
     }
-  }
-}
-
-TEST(Pool2d, MaxGradientsOfLargeAndPaddedWindowsMatchFiniteDifferences) {
-  uint64_t seed = 300;
-  for (const testing::MaxPoolCase& c : testing::max_pool_cases()) {
-    Tensor x = distinct_leaf(c.x, seed++);
-    const auto k = c.k, s = c.s, p = c.p;
-    SCOPED_TRACE(shape_str(c.x));
-    EXPECT_GRADCHECK([=](const std::vector<Tensor>& in) { return max_pool2d(in[0], k, s, p); },
-                     {x});
   }
 }
 

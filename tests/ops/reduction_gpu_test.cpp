@@ -1,48 +1,17 @@
-// CUDA reductions against the CPU on fresh random inputs, forward and backward, through every
-// kernel path: warp rows, block rows, and the two-pass split for few huge rows.
+// CUDA reductions: the case table (reduction_cases.h) against the CPU, forward and backward, on
+// warp rows and block rows; argmax, and the two-pass split for few huge rows.
 #include <cmath>
 
-#include "parity_check.h"
+#include "reduction_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::expect_cuda_parity;
-using testing::Function;
+LOOM_CASE_TABLE_TEST(Reduction, testing::reduction_cases, Cuda)
 
 Tensor random(const Shape& shape, uint64_t seed) {
   Generator gen(seed);
   return randn(shape, kFloat32, &gen);
-}
-
-TEST(ReductionGpu, ParityForwardAndBackward) {
-  LOOM_REQUIRE_CUDA();
-  const std::vector<Function> ops = {
-      [](const std::vector<Tensor>& in) { return sum(in[0]); },
-      [](const std::vector<Tensor>& in) { return sum(in[0], {1}); },
-      [](const std::vector<Tensor>& in) {
-        return sum(in[0], {0, 2}, true);
-      },
-      [](const std::vector<Tensor>& in) { return mean(in[0]); },
-      [](const std::vector<Tensor>& in) { return mean(in[0], {-1}); },
-      [](const std::vector<Tensor>& in) { return max(in[0]); },
-      [](const std::vector<Tensor>& in) { return min(in[0]); },
-      [](const std::vector<Tensor>& in) { return max(in[0], 1, true); },
-      [](const std::vector<Tensor>& in) { return min(in[0], -1); },
-      [](const std::vector<Tensor>& in) {
-        return sum_to(in[0], {1, in[0].size(2)});
-      },
-      [](const std::vector<Tensor>& in) {
-        return in[0].narrow(1, 0, 1).expand({-1, 3, -1});
-      },
-  };
-  // Short rows (a warp each) and long rows (a block each).
-  for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 2, 2500}, Shape{2, 1300, 3}}) {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      SCOPED_TRACE("op " + std::to_string(i) + " shape " + shape_str(shape));
-      expect_cuda_parity(ops[i], {random(shape, 100 + i)}, 1e-4, 1e-4);
-    }
-  }
 }
 
 TEST(ReductionGpu, ArgmaxParity) {

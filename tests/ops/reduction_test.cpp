@@ -1,14 +1,13 @@
-// sum, mean, max, min, argmax, sum_to and expand on the CPU: values against plain loops,
-// float64 gradient checks, and the errors users hit.
+// sum, mean, max, min, argmax, sum_to and expand on the CPU: the case table (reduction_cases.h)
+// against float64 and finite differences, values against plain loops, and the errors users hit.
 #include <cmath>
 
-#include "testing.h"
+#include "reduction_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::gradcheck;
-using testing::random_leaf;
+LOOM_CASE_TABLE_TEST(Reduction, testing::reduction_cases, Cpu)
 
 // Sums of a [A, B, C] tensor's values by loop, over the dims whose flag is set.
 std::vector<double> loop_sum(const std::vector<double>& v, const Shape& s, bool r0, bool r1,
@@ -150,32 +149,6 @@ TEST(Reduction, BadDimsAreRejected) {
   EXPECT_LOOM_ERROR(sum(Tensor()), "sum: the input tensor is undefined");
 }
 
-TEST(Reduction, Gradients) {
-  const Tensor x = random_leaf({3, 4, 5}, 21);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum(in[0]); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum(in[0], {1}); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum(in[0], {0, 2}, true); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return mean(in[0]); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return mean(in[0], {-1}, true); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return mean(in[0], {0, 1}); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return max(in[0]); }, {x});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return min(in[0]); }, {x});
-  for (int64_t d : {0, 1, 2}) {
-    for (bool keep : {false, true}) {
-      const testing::Function max_d = [d, keep](const std::vector<Tensor>& in) {
-        return max(in[0], d, keep);
-      };
-      const testing::Function min_d = [d, keep](const std::vector<Tensor>& in) {
-        return min(in[0], d, keep);
-      };
-      EXPECT_GRADCHECK(max_d, {x});
-      EXPECT_GRADCHECK(min_d, {x});
-    }
-  }
-  const Tensor y = random_leaf({4, 3}, 22);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum(in[0].t(), {0}); }, {y});
-}
-
 TEST(SumTo, ReducesBroadcastDims) {
   Generator gen(14);
   const Shape s{2, 3, 4};
@@ -190,8 +163,6 @@ TEST(SumTo, ReducesBroadcastDims) {
   EXPECT_LOOM_ERROR(sum_to(x, {2, 3}),
                     "sum_to: cannot sum a tensor of shape [2, 3, 4] to shape [2, 3]");
   EXPECT_LOOM_ERROR(sum_to(x, {1, 2, 3, 4}), "larger rank");
-  const Tensor leaf = random_leaf({2, 3, 4}, 23);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return sum_to(in[0], {1, 3, 1}); }, {leaf});
 }
 
 TEST(Expand, ViewsWithStrideZero) {
@@ -208,9 +179,6 @@ TEST(Expand, ViewsWithStrideZero) {
   EXPECT_LOOM_ERROR(x.expand({4, 1}), "expand: cannot expand shape [3, 1] to [4, 1]");
   EXPECT_LOOM_ERROR(x.expand({3}), "fewer dimensions");
   EXPECT_LOOM_ERROR(x.expand({-1, 3, 1}), "must be given");
-  const Tensor leaf = random_leaf({3, 1}, 24);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].expand({2, 3, 4}); }, {leaf});
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return in[0].expand({-1, 2}); }, {leaf});
 }
 
 }  // namespace

@@ -1,38 +1,14 @@
-// cat, stack, expand and one_hot on CUDA against the CPU, including one_hot's device-side
-// range check.
-#include "parity_check.h"
+// cat and stack on CUDA: the case table (shape_ops_cases.h) against the CPU; one_hot against the
+// CPU, including its device-side range check.
+#include "shape_ops_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::expect_cuda_parity;
+LOOM_CASE_TABLE_TEST(ShapeOps, testing::shape_ops_cases, Cuda)
 
-Tensor random(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return randn(shape, kFloat32, &gen);
-}
-
-TEST(ShapeOpsGpu, CatStackExpandParity) {
+TEST(ShapeOpsGpu, PiecesOnAnotherDeviceAreAnError) {
   LOOM_REQUIRE_CUDA();
-  for (int64_t d : {0, 1, 2}) {
-    Shape sa{2, 3, 4}, sb{2, 3, 4};
-    sb[d] = 5;
-    expect_cuda_parity(
-        [d](const std::vector<Tensor>& in) {
-          return cat({in[0], in[1].transpose(0, 1).transpose(0, 1)}, d);
-        },
-        {random(sa, 500 + d), random(sb, 510 + d)});
-    expect_cuda_parity(
-        [d](const std::vector<Tensor>& in) {
-          return stack({in[0], in[1]}, d);
-        },
-        {random(sa, 520 + d), random(sa, 530 + d)});
-  }
-  expect_cuda_parity(
-      [](const std::vector<Tensor>& in) {
-        return in[0].expand({4, 3, 5}) * 1.0;
-      },
-      {random({3, 1}, 540)});
   EXPECT_LOOM_ERROR(cat({zeros({2}, kCUDA), zeros({2})}), "cat: input 1 is float32 on cpu");
 }
 

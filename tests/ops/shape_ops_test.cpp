@@ -1,10 +1,11 @@
-// cat, stack and one_hot on the CPU: values, gradients along each dim, and the errors.
-#include "testing.h"
+// cat, stack and one_hot on the CPU: the case table (shape_ops_cases.h) against float64 and
+// finite differences, values, and the errors.
+#include "shape_ops_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::random_leaf;
+LOOM_CASE_TABLE_TEST(ShapeOps, testing::shape_ops_cases, Cpu)
 
 TEST(Cat, JoinsAlongEachDim) {
   const Tensor a = arange(6, kFloat64).reshape({2, 3});
@@ -17,17 +18,6 @@ TEST(Cat, JoinsAlongEachDim) {
   // Non-contiguous inputs and an empty piece.
   const Tensor t = cat({a.t(), zeros({3, 0}, kFloat64), c.t()}, 1);
   EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{0, 3, 10, 1, 4, 11, 2, 5, 12}));
-}
-
-TEST(Cat, Gradients) {
-  for (int64_t d : {0, 1, 2}) {
-    Shape sa{2, 3, 4}, sb{2, 3, 4}, sc{2, 3, 4};
-    sb[d] = 1;
-    sc[d] = 2;
-    const Tensor a = random_leaf(sa, 71), b = random_leaf(sb, 72), c = random_leaf(sc, 73);
-    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return cat(in, d); },
-                     (std::vector<Tensor>{a, b, c}));
-  }
 }
 
 TEST(Cat, Errors) {
@@ -47,11 +37,6 @@ TEST(Stack, NewDimension) {
   EXPECT_EQ(stack({a, b}).shape(), (Shape{2, 3}));
   EXPECT_EQ(stack({a, b}, 1).to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(stack({a, b}, -1).shape(), (Shape{3, 2}));
-  const Tensor x = random_leaf({2, 3}, 74), y = random_leaf({2, 3}, 75);
-  for (int64_t d : {0, 1, 2}) {
-    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return stack(in, d); },
-                     (std::vector<Tensor>{x, y}));
-  }
   EXPECT_LOOM_ERROR(stack({a, zeros({4})}), "stack: input 1 has shape [4] but input 0 has [3]");
   EXPECT_LOOM_ERROR(stack({a, b}, 3), "out of range");
   EXPECT_LOOM_ERROR(stack({}), "stack: expects a non-empty list");

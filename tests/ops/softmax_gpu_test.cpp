@@ -1,34 +1,10 @@
-// CUDA softmax / log_softmax against the CPU: every dim, short (warp) and long (block) rows,
-// forward and backward, and huge inputs.
-#include "parity_check.h"
+// CUDA softmax / log_softmax: the case table (softmax_cases.h) against the CPU, and huge inputs.
+#include "softmax_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::expect_cuda_parity;
-
-TEST(SoftmaxGpu, ParityForwardAndBackward) {
-  LOOM_REQUIRE_CUDA();
-  uint64_t seed = 200;
-  for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 3000}, Shape{2, 1500, 2}}) {
-    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-      for (bool log : {false, true}) {
-        SCOPED_TRACE(shape_str(shape) + " dim " + std::to_string(d) + (log ? " log" : ""));
-        Generator gen(seed++);
-        const Tensor x = randn(shape, kFloat32, &gen) * 3.0;
-        expect_cuda_parity(
-            [d, log](const std::vector<Tensor>& in) {
-              return log ? log_softmax(in[0], d) : softmax(in[0], d);
-            },
-            {x}, 1e-5, 1e-4);
-      }
-    }
-  }
-  Generator gen(250);
-  const Tensor x64 = randn({5, 7}, kFloat64, &gen);
-  expect_cuda_parity([](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, {x64}, 1e-12,
-                     1e-10);
-}
+LOOM_CASE_TABLE_TEST(Softmax, testing::softmax_cases, Cuda)
 
 TEST(SoftmaxGpu, StableForHugeInputs) {
   LOOM_REQUIRE_CUDA();

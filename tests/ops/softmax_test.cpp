@@ -1,13 +1,14 @@
-// softmax and log_softmax on the CPU: values against a plain loop along every dim, stability
-// for huge inputs, gradient checks and errors.
+// softmax and log_softmax on the CPU: the case table (softmax_cases.h) against float64 and
+// finite differences, values against a plain loop along every dim, stability for huge inputs,
+// errors.
 #include <cmath>
 
-#include "testing.h"
+#include "softmax_cases.h"
 
 namespace loom {
 namespace {
 
-using testing::random_leaf;
+LOOM_CASE_TABLE_TEST(Softmax, testing::softmax_cases, Cpu)
 
 // softmax of a [A, B, C] tensor along `dim`, by loop in double.
 std::vector<double> loop_softmax(const std::vector<double>& v, const Shape& s, int dim, bool log) {
@@ -60,16 +61,6 @@ TEST(Softmax, EdgeShapes) {
   EXPECT_EQ(softmax(scalar_tensor(3.0), 0).item<float>(), 1.0f);
   EXPECT_EQ(softmax(zeros({0, 4}), 1).shape(), (Shape{0, 4}));
   EXPECT_EQ(softmax(zeros({4, 0}), 1).shape(), (Shape{4, 0}));
-}
-
-TEST(Softmax, Gradients) {
-  const Tensor x = random_leaf({3, 4, 5}, 32);
-  for (int64_t d : {0, 1, 2, -1}) {
-    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return softmax(in[0], d); }, {x});
-    EXPECT_GRADCHECK([d](const std::vector<Tensor>& in) { return log_softmax(in[0], d); }, {x});
-  }
-  const Tensor y = random_leaf({6, 2}, 33);
-  EXPECT_GRADCHECK([](const std::vector<Tensor>& in) { return softmax(in[0].t(), 1); }, {y});
 }
 
 TEST(Softmax, Errors) {
