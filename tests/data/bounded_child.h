@@ -1,7 +1,9 @@
 // Runs a call that may hang or exhaust memory (reading a FIFO, /dev/zero, a crafted image) in a
-// child process with a deadline (SIGALRM) and an address-space limit of what the process
-// already maps plus a margin, so a failing test reports "hung" or "out of memory" instead of
-// hanging the suite or the machine. Used by the data and the io tests.
+// child process with a CPU-time limit (SIGXCPU: the work it may do, whatever else loads the
+// machine), a wall-clock deadline four times longer (SIGALRM: a call blocked on a read uses no
+// CPU) and an address-space limit of what the process already maps plus a margin, so a failing
+// test reports "hung" or "out of memory" instead of hanging the suite or the machine. Used by
+// the data and the io tests.
 #pragma once
 
 #include <sys/resource.h>
@@ -38,7 +40,10 @@ inline ChildOutcome run_bounded(const std::function<void()>& body, int seconds =
     const rlimit limit{static_cast<rlim_t>(pages * ::sysconf(_SC_PAGESIZE) + extra_bytes),
                        static_cast<rlim_t>(pages * ::sysconf(_SC_PAGESIZE) + extra_bytes)};
     ::setrlimit(RLIMIT_AS, &limit);
-    ::alarm(static_cast<unsigned>(seconds * kSlowdown));
+    const rlim_t cpu_seconds = static_cast<rlim_t>(seconds * kSlowdown);
+    const rlimit cpu{cpu_seconds, cpu_seconds + 1};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    ::alarm(static_cast<unsigned>(4 * seconds * kSlowdown));
     std::string report;
     try {
       body();
@@ -62,8 +67,9 @@ inline ChildOutcome run_bounded(const std::function<void()>& body, int seconds =
   ::waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    return {false, sig == SIGALRM ? "hung: killed after " + std::to_string(seconds) + " s"
-                                  : "killed by signal " + std::to_string(sig)};
+    if (sig == SIGXCPU) return {false, "hung: used " + std::to_string(seconds) + " s of CPU"};
+    if (sig == SIGALRM) return {false, "hung: blocked for " + std::to_string(4 * seconds) + " s"};
+    return {false, "killed by signal " + std::to_string(sig)};
   }
   if (report.empty()) return {false, "exited without a report"};
   return {report[0] == 'E', report.substr(1)};

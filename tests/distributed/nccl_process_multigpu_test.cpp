@@ -20,8 +20,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int kFailedAsExpected = 3;  // nccl_worker's exit codes
-constexpr int kSteps = 10;            // NcclTraining's defaults, which the worker trains with
-constexpr int64_t kPerRank = 4;
+constexpr int kWorkerSteps = 10;      // NcclTraining's defaults, which the worker trains with
+constexpr int64_t kWorkerPerRank = 4;
 
 #ifdef LOOM_NCCL_WORKER
 const char* const kWorker = LOOM_NCCL_WORKER;
@@ -77,8 +77,9 @@ void expect_equivalent(const std::vector<RankResult>& ranks, int world) {
   // in EXCLUSIVE_PROCESS mode would refuse one of the two).
   DeterministicAlgorithmsGuard deterministic_guard;  // as the worker sets
   ConvTf32Scope full_float32(false);
-  const EquivalenceData data = equivalence_data(kPerRank * world * kSteps, kProcessDataSeed);
-  const TrainedRun single = train_single(data, kPerRank * world, kSteps, kCUDA);
+  const EquivalenceData data =
+      equivalence_data(kWorkerPerRank * world * kWorkerSteps, kProcessDataSeed);
+  const TrainedRun single = train_single(data, kWorkerPerRank * world, kWorkerSteps, kCUDA);
   ASSERT_EQ(ranks[0].losses.size(), single.losses.size());
   for (size_t s = 0; s < single.losses.size(); ++s) {
     EXPECT_NEAR(ranks[0].losses[s], single.losses[s], 1e-5 * std::abs(single.losses[s]))
@@ -112,7 +113,7 @@ TEST_P(NcclProcesses, CapturedDdpStepsEqualOneRank) {
   if (!expect_clean_ddp_run(exits)) return;
   for (const RankExit& e : exits) {
     EXPECT_EQ(e.value("eager_steps"), "1") << e.describe();
-    EXPECT_EQ(e.value("replays"), std::to_string(kSteps - 1)) << e.describe();
+    EXPECT_EQ(e.value("replays"), std::to_string(kWorkerSteps - 1)) << e.describe();
   }
   expect_equivalent(read_results(job), world);
 }
@@ -127,7 +128,7 @@ TEST_P(NcclProcesses, ABatchShapeThatDiffersOnOneRankRunsThatStepEagerlyOnEveryR
   if (!expect_clean_ddp_run(exits)) return;
   for (const RankExit& e : exits) {
     EXPECT_EQ(e.value("eager_steps"), "2") << e.describe();
-    EXPECT_EQ(e.value("replays"), std::to_string(kSteps - 2)) << e.describe();
+    EXPECT_EQ(e.value("replays"), std::to_string(kWorkerSteps - 2)) << e.describe();
   }
   const std::vector<RankResult> ranks = read_results(job);
   for (size_t r = 1; r < ranks.size(); ++r)

@@ -17,7 +17,7 @@ namespace loom::testing {
 namespace {
 
 constexpr int kRanks = 4;
-constexpr int kSteps = 100;
+constexpr int kRankThreadSteps = 100;
 
 struct RankRun {
   std::vector<float> losses;
@@ -38,7 +38,7 @@ RankRun train_one_rank(const std::function<float(float)>& average_loss) {
   const Tensor images = randn({16, 3, 8, 8});
   const Tensor labels = randint(0, 2, {16, 1}, kFloat32);
   RankRun run;
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < kRankThreadSteps; ++step) {
     adam.zero_grad();
     Tensor loss = nn::binary_cross_entropy_with_logits(model->forward(images), labels);
     loss.backward();
@@ -91,7 +91,7 @@ TEST(RankThreads, FourRanksTrainExactlyAsFourSingleThreadedRuns) {
     EXPECT_EQ(together[r].parameters, alone[r].parameters) << "rank " << r << "'s parameters";
   }
   // The averaged losses: the threads backend sums in rank order, then divides.
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < kRankThreadSteps; ++step) {
     float sum = alone[0].losses[step];
     for (int r = 1; r < kRanks; ++r) sum += alone[r].losses[step];
     const float mean = sum / kRanks;

@@ -18,9 +18,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Job {
+struct AbortJob {
   std::vector<std::shared_ptr<TcpStore>> ranks;
-  explicit Job(int world_size) {
+  explicit AbortJob(int world_size) {
     const std::chrono::milliseconds timeout = testing::scaled(30s, 100s);
     ranks.push_back(std::make_shared<TcpStore>("127.0.0.1", 0, 0, world_size, timeout));
     for (int r = 1; r < world_size; ++r) {
@@ -28,13 +28,13 @@ struct Job {
           std::make_shared<TcpStore>("127.0.0.1", ranks[0]->port(), r, world_size, timeout));
     }
   }
-  ~Job() {
+  ~AbortJob() {
     while (!ranks.empty()) ranks.pop_back();  // clients first: rank 0 then stops at once
   }
 };
 
 TEST(StoreAbortSignal, ARankThatAbortsIsSeenByEveryOtherRank) {
-  Job job(3);
+  AbortJob job(3);
   StoreAbortSignal r0(job.ranks[0]), r1(job.ranks[1]), r2(job.ranks[2]);
   EXPECT_FALSE(r0.poll().has_value());
   EXPECT_FALSE(r2.poll().has_value());
@@ -49,7 +49,7 @@ TEST(StoreAbortSignal, ARankThatAbortsIsSeenByEveryOtherRank) {
 }
 
 TEST(StoreAbortSignal, TheFirstReasonIsKept) {
-  Job job(2);
+  AbortJob job(2);
   StoreAbortSignal r0(job.ranks[0]), r1(job.ranks[1]);
   r1.raise("rank 1 of 2 (nccl)", "the loader ran dry");
   r0.raise("rank 0 of 2 (nccl)", "through the store: rank 1 aborted");
@@ -57,7 +57,7 @@ TEST(StoreAbortSignal, TheFirstReasonIsKept) {
 }
 
 TEST(StoreAbortSignal, ASignalRaisedOnOneThreadIsSeenByAPollerOnAnother) {
-  Job job(2);
+  AbortJob job(2);
   StoreAbortSignal watcher(job.ranks[0]), failing(job.ranks[1]);
   std::optional<std::string> seen;
   std::thread poller([&] {
@@ -106,7 +106,7 @@ TEST(StoreAbortSignal, AStoreThatFailsItsCallsIsNewsOnceAndNeverThrows) {
 TEST(StoreAbortSignal, TheReasonOutlivesTheSignalThatRaisedIt) {
   // What a rank wrote stays in the store once that rank's part is gone (a rank that aborts
   // then exits); a store that then fails its calls is the test above.
-  Job job(2);
+  AbortJob job(2);
   StoreAbortSignal watcher(job.ranks[0]);
   {
     StoreAbortSignal failing(job.ranks[1]);

@@ -71,10 +71,10 @@ struct Exit {
 
 // Some ranks of one job, each a dist_worker process; the destructor kills and reaps whatever a
 // failed assertion left running.
-class Job {
+class LaunchJob {
  public:
-  Job(const std::string& scenario, int world_size, const std::vector<int>& ranks,
-      const std::map<std::string, std::string>& variables) {
+  LaunchJob(const std::string& scenario, int world_size, const std::vector<int>& ranks,
+            const std::map<std::string, std::string>& variables) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string entry = *e;
@@ -103,7 +103,7 @@ class Job {
     }
   }
 
-  ~Job() {
+  ~LaunchJob() {
     for (size_t i = 0; i < pids_.size(); ++i) {
       if (!reaped_[i]) {
         ::kill(pids_[i], SIGKILL);
@@ -191,13 +191,13 @@ std::map<std::string, std::string> on_loopback(int port) {
 class TcpLaunch : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpLaunch, EveryCollectiveIsRightOnEveryRank) {
-  Job job("collectives", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
+  LaunchJob job("collectives", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
 }
 
 TEST_P(TcpLaunch, AKilledRankFailsEveryOtherRank) {
   const auto t0 = Clock::now();
-  Job job("kill-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
+  LaunchJob job("kill-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   const std::vector<Exit> exits = job.wait();
   for (const Exit& e : exits) {
     if (e.rank == 1) {
@@ -212,7 +212,7 @@ TEST_P(TcpLaunch, AKilledRankFailsEveryOtherRank) {
 }
 
 TEST_P(TcpLaunch, AnAbortingRanksReasonReachesEveryRank) {
-  Job job("throw-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
+  LaunchJob job("throw-rank", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
     EXPECT_NE(e.log.find("threw on purpose"), std::string::npos) << e.describe();
@@ -220,7 +220,7 @@ TEST_P(TcpLaunch, AnAbortingRanksReasonReachesEveryRank) {
 }
 
 TEST_P(TcpLaunch, DifferentCollectivesFailOnEveryRank) {
-  Job job("mismatch", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
+  LaunchJob job("mismatch", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
     EXPECT_NE(e.log.find("collectives differ"), std::string::npos) << e.describe();
@@ -233,7 +233,7 @@ TEST(TcpLaunchRendezvous, WithoutRankZeroARankFailsToJoinWithinItsTimeout) {
   const int port = free_tcp_port();
   auto vars = on_loopback(port);
   vars["LOOM_DIST_TIMEOUT_MS"] = "1000";
-  Job job("collectives", 2, {1}, vars);  // rank 0, which would listen, never starts
+  LaunchJob job("collectives", 2, {1}, vars);  // rank 0, which would listen, never starts
   const Exit e = job.wait().at(0);
   EXPECT_TRUE(e.exited && e.code == kJoinFailed) << e.describe();
   const std::string expected =
@@ -243,10 +243,10 @@ TEST(TcpLaunchRendezvous, WithoutRankZeroARankFailsToJoinWithinItsTimeout) {
 
 TEST(TcpLaunchRendezvous, AnUnreachableMasterAddrFailsEveryRankWithinItsTimeout) {
   // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): no host answers there.
-  Job job("collectives", 2, {0, 1},
-          {{"MASTER_ADDR", "192.0.2.1"},
-           {"MASTER_PORT", std::to_string(free_tcp_port())},
-           {"LOOM_DIST_TIMEOUT_MS", "1000"}});
+  LaunchJob job("collectives", 2, {0, 1},
+                {{"MASTER_ADDR", "192.0.2.1"},
+                 {"MASTER_PORT", std::to_string(free_tcp_port())},
+                 {"LOOM_DIST_TIMEOUT_MS", "1000"}});
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kJoinFailed) << e.describe();
     EXPECT_NE(e.log.find("192.0.2.1"), std::string::npos) << e.describe();

@@ -59,7 +59,7 @@ TEST(SpecState, AgreesWithEveryBuiltInTypeAndModel) {
   expect_predicted(Sequential());
 }
 
-class Scale : public Module {
+class StateScale : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x; }
   std::string type_name() const override { return "SpecStateScale"; }
@@ -67,16 +67,16 @@ class Scale : public Module {
 
 TEST(SpecState, UserTypesArePredictedOnlyWithAStateFunction) {
   Sequential model;
-  model.add(std::make_shared<Linear>(2, 3)).add(std::make_shared<Scale>());
+  model.add(std::make_shared<Linear>(2, 3)).add(std::make_shared<StateScale>());
   register_module_type("SpecStateScale",
-                       [](const std::string&) { return std::make_shared<Scale>(); });
+                       [](const std::string&) { return std::make_shared<StateScale>(); });
   PredictedState predicted = spec_state(model.spec_json());
   EXPECT_EQ(predicted.unpredicted, std::vector<std::string>{"1"});
   EXPECT_EQ(described(predicted.entries),
             described(model.state_layout()));  // Linear's are still predicted
-  EXPECT_EQ(spec_state(Scale().spec_json()).unpredicted, std::vector<std::string>{""});
+  EXPECT_EQ(spec_state(StateScale().spec_json()).unpredicted, std::vector<std::string>{""});
   register_module_type(
-      "SpecStateScale", [](const std::string&) { return std::make_shared<Scale>(); },
+      "SpecStateScale", [](const std::string&) { return std::make_shared<StateScale>(); },
       [](const std::string&) {
         return std::vector<StateEntry>{{"factor", {}, kFloat32}};
       });

@@ -12,19 +12,19 @@ namespace {
 
 using testing::expect_cuda_parity;
 
-constexpr MemoryFormat kCL = MemoryFormat::ChannelsLast;
+constexpr MemoryFormat kChannelsLast = MemoryFormat::ChannelsLast;
 
 // Benchmark mode timing the graph API's engines alone, for the scope.
 class EnginesOnly {
  public:
   explicit EnginesOnly(bool deterministic_algorithms = false) {
     set_conv_benchmark(true);
-    detail::set_conv_search_engines_only(true);
+    loom::detail::set_conv_search_engines_only(true);
     set_deterministic(deterministic_algorithms);
   }
   ~EnginesOnly() {
     set_conv_benchmark(false);
-    detail::set_conv_search_engines_only(false);
+    loom::detail::set_conv_search_engines_only(false);
     set_deterministic(false);
   }
 };
@@ -108,9 +108,9 @@ TEST(ConvEnginesCuda, Bf16AndTf32PlansStayWithinTheirPrecision) {
   uint64_t seed = 310;
   for (const EngineCase& c : cases) {
     for (DType dtype : {kBFloat16, kFloat32}) {
-      for (MemoryFormat format : {MemoryFormat::Contiguous, kCL}) {
-        SCOPED_TRACE(detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype),
-                                    format == kCL ? " NHWC" : " NCHW"));
+      for (MemoryFormat format : {MemoryFormat::Contiguous, kChannelsLast}) {
+        SCOPED_TRACE(loom::detail::concat("x ", shape_str(c.x), " ", dtype_name(dtype),
+                                          format == kChannelsLast ? " NHWC" : " NCHW"));
         // 1e-2: bfloat16 rounds each result to 8 bits (0.4%), TF32 each product's inputs to 11.
         expect_matches_reference(c, dtype, format, seed++, 1e-2);
       }
@@ -143,12 +143,15 @@ TEST(ConvEnginesCuda, CapturedReplayMatchesTheEagerRun) {
   LOOM_REQUIRE_CUDA();
   const EnginesOnly engines(/*deterministic_algorithms=*/true);
   Generator gen(330);
-  const Tensor x = randn({4, 16, 12, 12}, TensorOptions().device(kCUDA), &gen).contiguous(kCL);
-  const Tensor w = randn({24, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).contiguous(kCL);
-  const Tensor dy = randn({4, 24, 12, 12}, TensorOptions().device(kCUDA), &gen).contiguous(kCL);
+  const Tensor x =
+      randn({4, 16, 12, 12}, TensorOptions().device(kCUDA), &gen).contiguous(kChannelsLast);
+  const Tensor w =
+      randn({24, 16, 3, 3}, TensorOptions().device(kCUDA), &gen).contiguous(kChannelsLast);
+  const Tensor dy =
+      randn({4, 24, 12, 12}, TensorOptions().device(kCUDA), &gen).contiguous(kChannelsLast);
   const auto step = [&](Tensor& xl, Tensor& wl) {
-    xl = x.clone().contiguous(kCL).set_requires_grad(true);
-    wl = w.clone().contiguous(kCL).set_requires_grad(true);
+    xl = x.clone().contiguous(kChannelsLast).set_requires_grad(true);
+    wl = w.clone().contiguous(kChannelsLast).set_requires_grad(true);
     Tensor y = conv2d(xl, wl, Tensor(), Conv2dOptions().padding(1));
     y.backward(dy);
     return y;
