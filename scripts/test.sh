@@ -34,7 +34,7 @@ sanitizer_flags="-O1 -g1 -DNDEBUG"
 if [ "$mode" = sanitize ]; then
   build=build-asan
   timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
-                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
+                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" -DLOOM_UNITY_BUILD=ON \
                         -DLOOM_SANITIZE=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_GPU_TESTS=OFF
   # The four longest CPU trainings (about 340 s of 2-core CI time under ASan) run in the plain
   # build only: the fit, checkpoint and data-loader code they go through is what the rest of
@@ -43,7 +43,7 @@ if [ "$mode" = sanitize ]; then
 elif [ "$mode" = tsan ]; then
   build=build-tsan
   timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF \
-                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" \
+                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_flags" -DLOOM_UNITY_BUILD=ON \
                         -DLOOM_TSAN=ON -DLOOM_BUILD_BENCH=OFF -DLOOM_BUILD_APPS=OFF -DLOOM_GPU_TESTS=OFF
   label=(-L distributed)
   targets=(--target distributed_suite)
@@ -54,7 +54,7 @@ elif [ "$mode" = tsan ]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
 else
   build=build
-  timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  timed configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOOM_UNITY_BUILD=ON
   label=()
 fi
 [ -v targets ] || targets=()

@@ -88,6 +88,9 @@ std::string compare(const Tensor& actual, const Tensor& expected, double atol, d
 // A float64 CPU leaf of random normal values that requires grad, seeded for reproducibility.
 Tensor random_leaf(const Shape& shape, uint64_t seed, double scale = 1.0);
 
+// A tensor's elements in row-major order as doubles, whatever its strides.
+inline std::vector<double> values_of(const Tensor& t) { return t.contiguous().to_vector<double>(); }
+
 // Values in [lo, hi) that keep at least `margin` away from every point in `kinks`, so a finite
 // difference never straddles a kink (relu at 0, clamp at its bounds).
 Tensor random_away_from(const Shape& shape, uint64_t seed, double lo, double hi,

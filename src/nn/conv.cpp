@@ -77,7 +77,7 @@ struct Conv2dConfig {
   bool bias;
 };
 
-Conv2dConfig parse_config(const std::string& config_json) {
+Conv2dConfig parse_conv_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "Conv2d spec");
   const JsonObject c(j, "Conv2d spec");
   Conv2dConfig out;
@@ -106,12 +106,12 @@ Conv2dConfig parse_config(const std::string& config_json) {
 }  // namespace
 
 std::shared_ptr<Conv2d> Conv2d::from_config(const std::string& config_json) {
-  const Conv2dConfig c = parse_config(config_json);
+  const Conv2dConfig c = parse_conv_config(config_json);
   return std::make_shared<Conv2d>(c.in_channels, c.out_channels, c.kernel, c.options, c.bias);
 }
 
 std::vector<StateEntry> Conv2d::state_of_config(const std::string& config_json) {
-  const Conv2dConfig c = parse_config(config_json);
+  const Conv2dConfig c = parse_conv_config(config_json);
   std::vector<StateEntry> state = {
       {"weight", {c.out_channels, c.in_channels, c.kernel.h, c.kernel.w}, kFloat32}};
   if (c.bias) state.push_back({"bias", {c.out_channels}, kFloat32});
@@ -120,7 +120,7 @@ std::vector<StateEntry> Conv2d::state_of_config(const std::string& config_json) 
 
 // [C, H, W] -> [out_channels, OH, OW], each axis by conv2d's own conv2d_axis.
 ShapeRule Conv2d::shape_rule_of_config(const std::string& config_json) {
-  const Conv2dConfig c = parse_config(config_json);
+  const Conv2dConfig c = parse_conv_config(config_json);
   const std::string name =
       "Conv2d(" + std::to_string(c.in_channels) + " -> " + std::to_string(c.out_channels) + ")";
   return [c, name](const Shape& x) {

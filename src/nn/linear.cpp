@@ -41,7 +41,7 @@ struct LinearConfig {
   bool bias;
 };
 
-LinearConfig parse_config(const std::string& config_json) {
+LinearConfig parse_linear_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "Linear spec");
   const JsonObject c(j, "Linear spec");
   return {c.integer("in_features", 1, kMaxSpecInteger),
@@ -51,12 +51,12 @@ LinearConfig parse_config(const std::string& config_json) {
 }  // namespace
 
 std::shared_ptr<Linear> Linear::from_config(const std::string& config_json) {
-  const LinearConfig c = parse_config(config_json);
+  const LinearConfig c = parse_linear_config(config_json);
   return std::make_shared<Linear>(c.in_features, c.out_features, c.bias);
 }
 
 std::vector<StateEntry> Linear::state_of_config(const std::string& config_json) {
-  const LinearConfig c = parse_config(config_json);
+  const LinearConfig c = parse_linear_config(config_json);
   std::vector<StateEntry> state = {{"weight", {c.out_features, c.in_features}, kFloat32}};
   if (c.bias) state.push_back({"bias", {c.out_features}, kFloat32});
   return state;
@@ -65,7 +65,7 @@ std::vector<StateEntry> Linear::state_of_config(const std::string& config_json) 
 // [..., in_features] -> [..., out_features]. An example of no dimensions is a batch [N] whose
 // last dimension is the batch itself: the size it takes depends on the batch size.
 ShapeRule Linear::shape_rule_of_config(const std::string& config_json) {
-  const LinearConfig c = parse_config(config_json);
+  const LinearConfig c = parse_linear_config(config_json);
   const std::string name =
       "Linear(" + std::to_string(c.in_features) + " -> " + std::to_string(c.out_features) + ")";
   return [c, name](const Shape& x) {

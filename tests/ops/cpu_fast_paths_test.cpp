@@ -9,12 +9,11 @@
 namespace loom {
 namespace {
 
-std::vector<double> values(const Tensor& t) { return t.contiguous().to_vector<double>(); }
-
 TEST(CpuElementwise, BroadcastBiasOverChannels) {
   const Tensor x = randn({8, 16, 23, 29});
   const Tensor b = randn({16, 1, 1});
-  const std::vector<double> got = values(x + b), xv = values(x), bv = values(b);
+  const std::vector<double> got = testing::values_of(x + b), xv = testing::values_of(x),
+                            bv = testing::values_of(b);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = (i / (23 * 29)) % 16;
     ASSERT_EQ(got[i], static_cast<double>(static_cast<float>(xv[i]) + static_cast<float>(bv[c])));
@@ -25,8 +24,10 @@ TEST(CpuElementwise, RowVectorAndTransposedOperands) {
   const Tensor a = randn({300, 257});
   const Tensor row = randn({257});
   const Tensor bt = randn({257, 300}).t();  // [300, 257], column-major
-  const std::vector<double> sum = values(a + row), prod = values(mul(bt, a));
-  const std::vector<double> av = values(a), rv = values(row), bv = values(bt);
+  const std::vector<double> sum = testing::values_of(a + row),
+                            prod = testing::values_of(mul(bt, a));
+  const std::vector<double> av = testing::values_of(a), rv = testing::values_of(row),
+                            bv = testing::values_of(bt);
   for (int64_t i = 0; i < 300; ++i) {
     for (int64_t j = 0; j < 257; ++j) {
       const int64_t k = i * 257 + j;
@@ -41,8 +42,9 @@ TEST(CpuElementwise, ThreeOperandsWithMixedBroadcasts) {
   const Tensor cond = gt(randn({40, 1, 300}), 0.0);
   const Tensor a = randn({1, 7, 300}).to(kFloat64);
   const Tensor b = randn({40, 7, 1}).to(kFloat64);
-  const std::vector<double> got = values(where(cond, a, b));
-  const std::vector<double> cv = values(cond), av = values(a), bv = values(b);
+  const std::vector<double> got = testing::values_of(where(cond, a, b));
+  const std::vector<double> cv = testing::values_of(cond), av = testing::values_of(a),
+                            bv = testing::values_of(b);
   for (int64_t i = 0; i < 40; ++i)
     for (int64_t j = 0; j < 7; ++j)
       for (int64_t k = 0; k < 300; ++k) {
@@ -58,7 +60,8 @@ TEST(CpuMaxPool, BackwardAddsEachGradientAtItsArgmax) {
   const Tensor y = max_pool2d(x, 3, 2, 1);
   const Tensor dy = randn(y.shape(), TensorOptions(kFloat64));
   sum(y * dy).backward();
-  const std::vector<double> xv = values(x.detach()), dyv = values(dy), dx = values(x.grad());
+  const std::vector<double> xv = testing::values_of(x.detach()), dyv = testing::values_of(dy),
+                            dx = testing::values_of(x.grad());
   const int64_t H = 33, W = 31, OH = y.size(2), OW = y.size(3);
   std::vector<double> expected(xv.size(), 0.0);
   for (int64_t p = 0; p < 20; ++p)
@@ -77,7 +80,7 @@ TEST(CpuMaxPool, BackwardAddsEachGradientAtItsArgmax) {
 
 // C = A B by the definition, in double.
 std::vector<double> reference_product(const Tensor& a, const Tensor& b) {
-  const std::vector<double> av = values(a), bv = values(b);
+  const std::vector<double> av = testing::values_of(a), bv = testing::values_of(b);
   const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
   std::vector<double> c(n * m, 0.0);
   for (int64_t i = 0; i < n; ++i)
@@ -97,7 +100,7 @@ TEST(CpuMatmul, LargeSingleProductsSplitOverThreads) {
       {randn({70, 1000}).t(), randn({33, 70}).t()},
   };
   for (const Case& c : cases) {
-    const std::vector<double> got = values(matmul(c.a, c.b)),
+    const std::vector<double> got = testing::values_of(matmul(c.a, c.b)),
                               expected = reference_product(c.a, c.b);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) {

@@ -18,12 +18,11 @@ std::vector<double> loop_matmul(const std::vector<double>& a, const std::vector<
   return c;
 }
 
-std::vector<double> values(const Tensor& t) { return t.contiguous().to_vector<double>(); }
-
 TEST(Matmul, TwoDMatchesLoopInEveryLayout) {
   Generator gen(41);
   const Tensor a = randn({5, 3}, kFloat64, &gen), b = randn({3, 4}, kFloat64, &gen);
-  const Tensor expected = from_vector(loop_matmul(values(a), values(b), 5, 3, 4), {5, 4});
+  const Tensor expected =
+      from_vector(loop_matmul(testing::values_of(a), testing::values_of(b), 5, 3, 4), {5, 4});
   EXPECT_TENSOR_NEAR(matmul(a, b), expected, 1e-12, 1e-12);
   // Transposed views reach the BLAS as column-major operands.
   const Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
@@ -34,14 +33,16 @@ TEST(Matmul, TwoDMatchesLoopInEveryLayout) {
   // A narrowed operand (row stride larger than its width) and one that must be copied.
   const Tensor wide = randn({5, 7}, kFloat64, &gen);
   const Tensor part = wide.narrow(1, 2, 3);
-  EXPECT_TENSOR_NEAR(matmul(part, b),
-                     from_vector(loop_matmul(values(part), values(b), 5, 3, 4), {5, 4}), 1e-12,
-                     1e-12);
+  EXPECT_TENSOR_NEAR(
+      matmul(part, b),
+      from_vector(loop_matmul(testing::values_of(part), testing::values_of(b), 5, 3, 4), {5, 4}),
+      1e-12, 1e-12);
   const Tensor cube = randn({3, 2, 4}, kFloat64, &gen);
   const Tensor odd = cube.permute({1, 0, 2}).reshape({2, 12}).narrow(1, 0, 3);
-  EXPECT_TENSOR_NEAR(matmul(odd, b),
-                     from_vector(loop_matmul(values(odd), values(b), 2, 3, 4), {2, 4}), 1e-12,
-                     1e-12);
+  EXPECT_TENSOR_NEAR(
+      matmul(odd, b),
+      from_vector(loop_matmul(testing::values_of(odd), testing::values_of(b), 2, 3, 4), {2, 4}),
+      1e-12, 1e-12);
   // float32 as well.
   EXPECT_TENSOR_NEAR(matmul(a.to(kFloat32), b.to(kFloat32)), expected.to(kFloat32), 1e-5, 1e-5);
 }
@@ -50,16 +51,18 @@ TEST(Matmul, VectorCases) {
   Generator gen(42);
   const Tensor v = randn({3}, kFloat64, &gen), w = randn({3}, kFloat64, &gen);
   const Tensor m = randn({3, 4}, kFloat64, &gen), n = randn({2, 3}, kFloat64, &gen);
-  const auto vv = values(v), wv = values(w);
+  const auto vv = testing::values_of(v), wv = testing::values_of(w);
   const Tensor dot = matmul(v, w);
   EXPECT_EQ(dot.dim(), 0);
   EXPECT_NEAR(dot.item<double>(), vv[0] * wv[0] + vv[1] * wv[1] + vv[2] * wv[2], 1e-12);
   const Tensor vm = matmul(v, m);
   EXPECT_EQ(vm.shape(), (Shape{4}));
-  EXPECT_TENSOR_NEAR(vm, from_vector(loop_matmul(vv, values(m), 1, 3, 4), {4}), 1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(vm, from_vector(loop_matmul(vv, testing::values_of(m), 1, 3, 4), {4}), 1e-12,
+                     1e-12);
   const Tensor nv = matmul(n, v);
   EXPECT_EQ(nv.shape(), (Shape{2}));
-  EXPECT_TENSOR_NEAR(nv, from_vector(loop_matmul(values(n), vv, 2, 3, 1), {2}), 1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(nv, from_vector(loop_matmul(testing::values_of(n), vv, 2, 3, 1), {2}), 1e-12,
+                     1e-12);
   const Tensor batch = randn({2, 3, 4}, kFloat64, &gen);
   EXPECT_EQ(matmul(v, batch).shape(), (Shape{2, 4}));
   EXPECT_EQ(matmul(batch.transpose(1, 2), v).shape(), (Shape{2, 4}));
@@ -71,7 +74,7 @@ TEST(Matmul, BatchesBroadcast) {
   const Tensor b = randn({3, 4, 5}, kFloat64, &gen);
   const Tensor c = matmul(a, b);
   ASSERT_EQ(c.shape(), (Shape{2, 3, 3, 5}));
-  const auto av = values(a), bv = values(b), cv = values(c);
+  const auto av = testing::values_of(a), bv = testing::values_of(b), cv = testing::values_of(c);
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j) {
       const std::vector<double> am(av.begin() + i * 12, av.begin() + (i + 1) * 12);
@@ -83,17 +86,18 @@ TEST(Matmul, BatchesBroadcast) {
   const Tensor m = randn({4, 5}, kFloat64, &gen);
   const Tensor left = matmul(a, m);
   EXPECT_EQ(left.shape(), (Shape{2, 1, 3, 5}));
-  EXPECT_TENSOR_NEAR(
-      left.select(0, 1).select(0, 0),
-      from_vector(loop_matmul(std::vector<double>(av.begin() + 12, av.end()), values(m), 3, 4, 5),
-                  {3, 5}),
-      1e-12, 1e-12);
+  EXPECT_TENSOR_NEAR(left.select(0, 1).select(0, 0),
+                     from_vector(loop_matmul(std::vector<double>(av.begin() + 12, av.end()),
+                                             testing::values_of(m), 3, 4, 5),
+                                 {3, 5}),
+                     1e-12, 1e-12);
   const Tensor p = randn({2, 4}, kFloat64, &gen);
   const Tensor right = matmul(p, b);
   EXPECT_EQ(right.shape(), (Shape{3, 2, 5}));
   EXPECT_TENSOR_NEAR(
       right.select(0, 2),
-      from_vector(loop_matmul(values(p), std::vector<double>(bv.begin() + 40, bv.end()), 2, 4, 5),
+      from_vector(loop_matmul(testing::values_of(p), std::vector<double>(bv.begin() + 40, bv.end()),
+                              2, 4, 5),
                   {2, 5}),
       1e-12, 1e-12);
 }
@@ -109,7 +113,7 @@ TEST(Bmm, MatchesLoop) {
   Generator gen(44);
   const Tensor a = randn({3, 2, 4}, kFloat64, &gen), b = randn({3, 4, 5}, kFloat64, &gen);
   const Tensor c = bmm(a, b.transpose(1, 2).contiguous().transpose(1, 2));
-  const auto av = values(a), bv = values(b), cv = values(c);
+  const auto av = testing::values_of(a), bv = testing::values_of(b), cv = testing::values_of(c);
   for (int64_t i = 0; i < 3; ++i) {
     const auto ref =
         loop_matmul(std::vector<double>(av.begin() + i * 8, av.begin() + (i + 1) * 8),
@@ -122,10 +126,10 @@ TEST(Linear, MatchesLoopWithAndWithoutBias) {
   Generator gen(45);
   const Tensor x = randn({2, 3, 4}, kFloat64, &gen);
   const Tensor w = randn({5, 4}, kFloat64, &gen), bias = randn({5}, kFloat64, &gen);
-  const auto xv = values(x), wv = values(w), bv = values(bias);
+  const auto xv = testing::values_of(x), wv = testing::values_of(w), bv = testing::values_of(bias);
   const Tensor y = linear(x, w, bias), y0 = linear(x, w);
   ASSERT_EQ(y.shape(), (Shape{2, 3, 5}));
-  const auto yv = values(y), y0v = values(y0);
+  const auto yv = testing::values_of(y), y0v = testing::values_of(y0);
   for (int64_t r = 0; r < 6; ++r)
     for (int64_t o = 0; o < 5; ++o) {
       double acc = 0;

@@ -95,14 +95,14 @@ TEST(Pool2d, MaxWinnersAndGradientsMatchTheReference) {
 // of the largest byte window (offset 254) or past 127 must still find its input pixel.
 TEST(Pool2d, MaxWindowOffsetsAtTheirLimits) {
   auto geometry = [](int64_t kh, int64_t kw) {
-    detail::PoolGeometry g;
+    loom::detail::PoolGeometry g;
     g.y.kernel = kh, g.x.kernel = kw;
     return g;
   };
-  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(2, 2)), kUInt8);
-  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(15, 17)), kUInt8);
-  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(16, 16)), kInt64);
-  EXPECT_EQ(detail::max_pool_offset_dtype(geometry(1, 300)), kInt64);
+  EXPECT_EQ(loom::detail::max_pool_offset_dtype(geometry(2, 2)), kUInt8);
+  EXPECT_EQ(loom::detail::max_pool_offset_dtype(geometry(15, 17)), kUInt8);
+  EXPECT_EQ(loom::detail::max_pool_offset_dtype(geometry(16, 16)), kInt64);
+  EXPECT_EQ(loom::detail::max_pool_offset_dtype(geometry(1, 300)), kInt64);
   struct Case {
     Size2 k;
     int64_t tap;  // where in the window the maximum lies

@@ -55,7 +55,7 @@ struct BasicBlockConfig {
   int64_t in_channels, out_channels, stride;
 };
 
-BasicBlockConfig parse_config(const std::string& config_json) {
+BasicBlockConfig parse_block_config(const std::string& config_json) {
   const nlohmann::json j = parse_untrusted_json(config_json, "BasicBlock spec");
   const JsonObject c(j, "BasicBlock spec");
   return {c.integer("in_channels", 1, kMaxSpecInteger),
@@ -66,13 +66,13 @@ BasicBlockConfig parse_config(const std::string& config_json) {
 }  // namespace
 
 std::shared_ptr<BasicBlock> BasicBlock::from_config(const std::string& config_json) {
-  const BasicBlockConfig c = parse_config(config_json);
+  const BasicBlockConfig c = parse_block_config(config_json);
   return std::make_shared<BasicBlock>(c.in_channels, c.out_channels, c.stride);
 }
 
 // The constructor's children: conv1, bn1, conv2, bn2 and, when the shape changes, downsample.
 std::vector<StateEntry> BasicBlock::state_of_config(const std::string& config_json) {
-  const BasicBlockConfig c = parse_config(config_json);
+  const BasicBlockConfig c = parse_block_config(config_json);
   const int64_t in = c.in_channels, out = c.out_channels;
   const std::vector<StateEntry> bn =
       BatchNorm2d::state_of_config(nlohmann::json{{"num_features", out}}.dump());
@@ -94,7 +94,7 @@ std::vector<StateEntry> BasicBlock::state_of_config(const std::string& config_js
 // [in_channels, H, W] -> [out_channels, OH, OW]: conv1's geometry, which conv2 (3x3, padding 1)
 // keeps and the downsample (1x1, the same stride) matches, so the sum always fits.
 ShapeRule BasicBlock::shape_rule_of_config(const std::string& config_json) {
-  const BasicBlockConfig c = parse_config(config_json);
+  const BasicBlockConfig c = parse_block_config(config_json);
   const std::string name =
       "BasicBlock(" + std::to_string(c.in_channels) + " -> " + std::to_string(c.out_channels) + ")";
   const Conv2dOptions conv1 = Conv2dOptions().stride(c.stride).padding(1);
