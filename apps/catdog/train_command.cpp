@@ -152,10 +152,12 @@ void check_train_args(const TrainArgs& a) {
   LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.pipeline >= 0, "--pipeline must be >= 0, got ", a.pipeline);
-  LOOM_CHECK(a.micro_batches >= 1 && a.micro_batches <= a.batch_size,
+  // Unset, it follows the batch size; set, it must fit it (only a --pipeline run uses it).
+  const int micro = pipeline_micro_batches(a);
+  LOOM_CHECK(micro >= 1 && micro <= a.batch_size,
              "--micro-batches must be between 1 and "
              "the batch size (",
-             a.batch_size, "), got ", a.micro_batches);
+             a.batch_size, "), got ", micro);
   LOOM_CHECK(a.pipeline_schedule == "gpipe" || a.pipeline_schedule == "1f1b",
              "--pipeline-schedule: expected gpipe or 1f1b, got \"", a.pipeline_schedule, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
