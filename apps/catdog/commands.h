@@ -77,6 +77,9 @@ struct TrainArgs {
   std::optional<int> gpus;
   std::optional<int> world_size;
   std::string backend = "auto";
+  // Seconds a collective may wait for the other ranks before the job fails (PyTorch's
+  // init_process_group(timeout=)); empty: $LOOM_DIST_TIMEOUT, else 600.
+  std::string dist_timeout;
   // off | linear: the learning rate times the world size (the global batch grows with it),
   // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
   std::string scale_lr = "off";

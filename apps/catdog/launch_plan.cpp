@@ -104,7 +104,9 @@ std::string LaunchPlan::describe() const {
          dist::backend_name(backend) + ")";
 }
 
-LaunchPlan plan_launch(const TrainArgs& args) {
+namespace {
+
+LaunchPlan plan_ranks(const TrainArgs& args) {
   const dist::Backend backend = backend_of(args.backend);
   const dist::LaunchEnvironment env = dist::read_launch_environment();
   // A launcher's job of one rank (an srun allocation of one task) is a run alone.
@@ -119,6 +121,14 @@ LaunchPlan plan_launch(const TrainArgs& args) {
   return p;
 }
 
+}  // namespace
+
+LaunchPlan plan_launch(const TrainArgs& args) {
+  LaunchPlan p = plan_ranks(args);
+  p.group.timeout = dist::resolve_timeout(args.dist_timeout, "--dist-timeout", p.group.timeout);
+  return p;
+}
+
 void run_ranks(const LaunchPlan& plan, const std::function<void(const dist::GroupPtr&)>& fn) {
   switch (plan.how) {
     case LaunchPlan::How::Alone:
@@ -127,13 +137,14 @@ void run_ranks(const LaunchPlan& plan, const std::function<void(const dist::Grou
     case LaunchPlan::How::Threads: {
       dist::SpawnOptions options;
       options.backend = plan.backend;
+      options.group = plan.group;
       dist::spawn(
           plan.world_size, plan.device, [&](dist::ProcessGroup& g) { fn(g.shared_from_this()); },
           options);
       return;
     }
     case LaunchPlan::How::Launcher:
-      fn(dist::init_from_environment(plan.device, {}, plan.backend));
+      fn(dist::init_from_environment(plan.device, plan.group, plan.backend));
       return;
   }
 }

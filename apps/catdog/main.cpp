@@ -194,6 +194,9 @@ int main(int argc, char** argv) {
                    "auto, threads, nccl, mpi or tcp (threads: several ranks may "
                    "share one GPU; mpi, tcp: processes started by a launcher)")
       ->capture_default_str();
+  train->add_option("--dist-timeout", t.dist_timeout,
+                    "seconds a collective may wait for the other ranks before the job fails "
+                    "(default: $LOOM_DIST_TIMEOUT, else 600)");
   train
       ->add_option("--scale-lr", t.scale_lr,
                    "off, or linear: --lr times the world size (the global "

@@ -4,7 +4,9 @@
 // operators do). Without a launcher a program is a world of one, not an error.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "loom/distributed/process_group.h"
@@ -79,6 +81,17 @@ GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options
 // Auto, else as above (nccl, mpi, tcp, or threads for a world of one).
 Backend launch_backend(const LaunchEnvironment& env, Device device,
                        Backend backend = Backend::Auto);
+
+// The group timeout (GroupOptions::timeout) as a user gives it, PyTorch's
+// init_process_group(timeout=): seconds, a decimal number in (0, kMaxTimeoutSeconds] ("60",
+// "2.5"). `source` names where the text came from in the error ("--dist-timeout").
+constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week: beyond it, a typo
+constexpr const char* kTimeoutEnv = "LOOM_DIST_TIMEOUT";
+std::chrono::milliseconds parse_timeout(const std::string& seconds, const std::string& source);
+// `flag` when given (non-empty), else $LOOM_DIST_TIMEOUT when set, else `fallback`; throws
+// naming the flag or the variable when the value is not a timeout.
+std::chrono::milliseconds resolve_timeout(const std::string& flag, const std::string& flag_name,
+                                          std::chrono::milliseconds fallback);
 
 // The seed rank `rank` derives from `seed`: rank 0 keeps it, the others get a mix of both.
 uint64_t rank_seed(uint64_t seed, int rank);

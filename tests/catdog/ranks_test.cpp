@@ -226,6 +226,57 @@ TEST_F(CatdogRanks, TwoProcessesOfARankLaunchTrainAsTwoThreadRanks) {
     EXPECT_FALSE(fs::exists(root_ + file)) << file;
 }
 
+// Issue 38 item 8: the group timeout was 600 s, compiled in. --dist-timeout 1 (or
+// LOOM_DIST_TIMEOUT=1) makes a rank whose peer never comes fail in about 1 s, naming the
+// timeout: rank 0 waiting for rank 1 in its first collective, rank 1 waiting for rank 0's store.
+TEST_F(CatdogRanks, DistTimeoutEndsARankWhosePeerNeverComesInSeconds) {
+  const std::string port = std::to_string(41000 + ::getpid() % 20000);
+  for (const auto& [rank, flag] : {std::pair<int, bool>{0, true}, {1, true}, {1, false}}) {
+    {
+      std::vector<std::string> a = args("alone" + std::to_string(rank), 1, 4, 1);
+      a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+      a.insert(a.end(), {"--backend", "tcp"});
+      if (flag) a.insert(a.end(), {"--dist-timeout", "1"});
+      std::vector<std::string> env{"RANK=" + std::to_string(rank), "WORLD_SIZE=2",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
+      if (!flag) env.push_back("LOOM_DIST_TIMEOUT=1");
+      const auto start = std::chrono::steady_clock::now();
+      Child c(a, root_ + "/alone", env);
+      const int status = c.wait();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string what = "rank " + std::to_string(rank) + (flag ? " (flag)" : " (env)");
+      EXPECT_GT(status, 0) << what << c.err();
+      EXPECT_LT(status, 128) << what << c.err();
+      EXPECT_GE(seconds, 0.95) << what;
+      EXPECT_LT(
+          seconds,
+          testing::scaled(std::chrono::seconds(15), std::chrono::seconds(60)).count() / 1000.0)
+          << what << c.err();
+      // Rank 1's store connection names 1000 ms; rank 0's first collective 1.000... s.
+      const std::string err = c.err();
+      EXPECT_TRUE(err.find("1000 ms") != std::string::npos ||
+                  err.find("timed out after 1.0") != std::string::npos)
+          << what << err;
+    }
+  }
+}
+
+// A timeout that is not one is refused before anything runs, naming the flag or the variable.
+TEST_F(CatdogRanks, BadDistTimeoutsAreRefusedNamingTheFlag) {
+  for (const char* bad : {"0", "-1", "abc", "nan", "1e9", "2s"}) {
+    std::vector<std::string> a = args("bad", 2, 4, 1);
+    a.insert(a.end(), {"--dist-timeout", bad});
+    testing::expect_prompt_error(a, root_ + "/bad",
+                                 {"--dist-timeout must be a number of seconds", bad});
+  }
+  Child c(args("bad", 2, 4, 1), root_ + "/bad", {"LOOM_DIST_TIMEOUT=soon"});
+  EXPECT_EQ(c.wait(), 1);
+  EXPECT_NE(c.err().find("LOOM_DIST_TIMEOUT must be a number of seconds"), std::string::npos)
+      << c.err();
+  EXPECT_FALSE(fs::exists(root_ + "/bad.st"));
+}
+
 TEST_F(CatdogRanks, BadRankFlagsEndWithAClearMessageAndWriteNothing) {
   const std::string out = root_ + "/bad.st";
   auto bad = [&](const std::vector<std::string>& flags, const std::string& fragment) {
