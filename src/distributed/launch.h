@@ -29,13 +29,21 @@ struct SpawnOptions {
   int cpu_threads_per_rank = 0;
 };
 
+// The most ranks spawn runs as threads of this process: 8 per core (at least 8), at most 1024,
+// and at most a quarter of the threads this process may still start (RLIMIT_NPROC and
+// /proc/sys/kernel/threads-max: a rank brings a watchdog and loader threads). Past it the ranks
+// only take turns on the cores while each holds its own model, gradients and buffers (1,000 CPU
+// ranks of the seed CNN took 10.5 GB), and a limit hit halfway would end a run that had started.
+int max_thread_ranks();
+
 // Runs fn(group) for ranks 0..world_size-1, each on its own thread with its own current device,
 // its own CUDA stream (ranks that share a GPU run concurrently) and its own default random
 // generator, seeded from the caller's seed and the rank (rank 0 keeps the seed itself). If a
 // rank throws, the group is aborted (the other ranks' pending and later collectives fail at
 // once), every thread is joined, and the first rank's exception reaches the caller as a
 // loom::Error naming that rank. Throws before starting anything when the world size is below
-// 1 or above the GPUs present for NCCL.
+// 1, above max_thread_ranks() or above the GPUs present for NCCL; a thread the system refuses
+// (a limit lower than it said) fails the ranks already started and throws naming the world size.
 void spawn(int world_size, Device device, const std::function<void(ProcessGroup&)>& fn,
            const SpawnOptions& options = {});
 

@@ -4,6 +4,7 @@
 // --lr; two processes of a RANK/WORLD_SIZE launch train as the two thread ranks do; and every
 // bad --gpus/--world-size/--device/--backend combination ends with one clear message, no file.
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "app_runner.h"
@@ -262,6 +263,26 @@ TEST_F(CatdogRanks, DistTimeoutEndsARankWhosePeerNeverComesInSeconds) {
   }
 }
 
+// Issue 38 item 6: RANK=1 WORLD_SIZE=2 with --backend mpi but no mpirun made MPI a world of one
+// that trained alone on all the data and wrote the model files; now an error before anything is
+// read or written.
+TEST_F(CatdogRanks, AnMpiBackendWithoutMpirunInATorchrunEnvironmentIsRefused) {
+  std::vector<std::string> a = args("mpi", 1, 4, 1);
+  a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+  a.insert(a.end(), {"--backend", "mpi"});
+  Child c(a, root_ + "/mpi",
+          {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+           "MASTER_PORT=" + std::to_string(43000 + ::getpid() % 20000)});
+  EXPECT_EQ(c.wait(), 1) << c.out() << c.err();
+  EXPECT_NE(c.err().find("--backend mpi: MPI's ranks come from mpirun or srun, but this process "
+                         "was started as rank 1 of 2 ranks (env)"),
+            std::string::npos)
+      << c.err();
+  EXPECT_EQ(c.out(), "");
+  for (const char* file : {"/mpi.st", "/mpi.st.ckpt", "/mpi.metrics.csv"})
+    EXPECT_FALSE(fs::exists(root_ + file)) << file;
+}
+
 // A timeout that is not one is refused before anything runs, naming the flag or the variable.
 TEST_F(CatdogRanks, BadDistTimeoutsAreRefusedNamingTheFlag) {
   for (const char* bad : {"0", "-1", "abc", "nan", "1e9", "2s"}) {
@@ -301,6 +322,13 @@ TEST_F(CatdogRanks, BadRankFlagsEndWithAClearMessageAndWriteNothing) {
   bad({"--world-size", "2", "--device", "cpu", "--backend", "gloo"},
       "--backend: unknown distributed backend 'gloo'");
   bad({"--backend", "threads", "--device", "cpu"}, "--backend threads: one rank has no backend");
+  // Issue 38 item 5: thread ranks past what the machine holds, and 2^31 - 1 (a bad_alloc).
+  for (const int world : {dist::max_thread_ranks() + 1, std::numeric_limits<int>::max()}) {
+    bad({"--world-size", std::to_string(world), "--device", "cpu"},
+        "--world-size " + std::to_string(world) +
+            ": more thread ranks than this machine can hold (at most " +
+            std::to_string(dist::max_thread_ranks()));
+  }
   bad({"--world-size", "2", "--device", "cpu", "--scale-lr", "square"}, "--scale-lr");
   if (gpus < 2) {  // NCCL needs a GPU per rank; sharing one takes an explicit --backend threads
     // Without CUDA, or without any GPU, --device cuda itself is what is refused.
