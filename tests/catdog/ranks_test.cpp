@@ -155,6 +155,58 @@ TEST_F(CatdogRanks, KilledOnTwoRanksResumesAsTheUninterruptedRun) {
   testing::expect_clear_error(alone, root_ + "/alone", "world_size = 2, this run has 1");
 }
 
+// Preemption of a job of two processes (TCP launch) where only rank 1 gets the SIGTERM: the
+// ranks agree (an all_reduce of the flag every 10 steps and after each epoch) to stop after the
+// same step, rank 0 writes that step's checkpoint, both exit 143, and the resumed pair continues
+// as the uninterrupted pair, bit for bit.
+TEST_F(CatdogRanks, ASigtermToOneProcessStopsTheJobAtOneStepAndResumesExactly) {
+  const std::string ckpt = root_ + "/run.ckpt";
+  auto launch = [&](const std::string& name, bool resume) {
+    const std::string port = std::to_string(25000 + (::getpid() + name.size()) % 20000);
+    std::vector<std::unique_ptr<Child>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> a = args(name + std::to_string(r), 1, 4, 3);
+      a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+      a.insert(a.end(), {"--backend", "tcp", "--checkpoint", ckpt});
+      if (resume) a.insert(a.end(), {"--resume", ckpt});
+      ranks.push_back(std::make_unique<Child>(
+          a, root_ + "/" + name + std::to_string(r),
+          std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port}));
+    }
+    return ranks;
+  };
+  auto straight = launch("straight", false);
+  for (auto& c : straight) ASSERT_EQ(c->wait(), 0) << c->out() << c->err();
+  const std::map<int, std::string> losses = step_losses(straight[0]->out());
+  ASSERT_EQ(losses.size(), 18u);  // 3 epochs of 6 steps
+  fs::remove(ckpt);
+
+  auto preempted = launch("preempted", false);
+  ASSERT_TRUE(preempted[0]->wait_for(false, "step 2 ")) << preempted[0]->err();
+  preempted[1]->signal(SIGTERM);
+  for (auto& c : preempted) EXPECT_EQ(c->wait(), 143) << c->out() << c->err();
+  const std::map<int, std::string> done = step_losses(preempted[0]->out());
+  ASSERT_FALSE(done.empty());
+  const int from = static_cast<int>(io::read_checkpoint(ckpt).state.global_step);
+  EXPECT_EQ(from, done.rbegin()->first);
+  EXPECT_LT(from, 18);
+  EXPECT_NE(preempted[0]->out().find("preempted by SIGTERM"), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(root_)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".lock"), std::string::npos) << name;
+  }
+
+  auto resumed = launch("resumed", true);
+  for (auto& c : resumed) ASSERT_EQ(c->wait(), 0) << c->out() << c->err();
+  const std::map<int, std::string> after = step_losses(resumed[0]->out());
+  ASSERT_EQ(after.size(), losses.size() - from) << resumed[0]->out();
+  for (const auto& [step, loss] : after) EXPECT_EQ(loss, losses.at(step)) << "step " << step;
+  EXPECT_EQ(testing::read_text(root_ + "/resumed0.metrics.csv"),
+            testing::read_text(root_ + "/straight0.metrics.csv"));
+}
+
 TEST_F(CatdogRanks, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
   // Every rank decides from the same metrics (summed over the ranks), so all stop together, where
   // one rank of the global batch stops; a rank that went on would wait in a collective.
