@@ -136,19 +136,23 @@ TEST_F(Crash, KilledMidEpochResumesBitIdentically) {
 // temporary and its lock behind. Now the run stops at the next step boundary with a checkpoint,
 // exits 143, and resuming from it gives the uninterrupted run's losses and model bit for bit.
 TEST_F(Crash, SigtermMidEpochCheckpointsExits143AndResumesBitIdentically) {
-  extra_ = {"--checkpoint-every-steps", "0"};  // the preemption's checkpoint is the only one
+  // The preemption's checkpoint is the only one; 3 epochs, so that the signal, sent once step 2
+  // is printed, lands many steps before the end even on a loaded machine.
+  extra_ = {"--checkpoint-every-steps", "0", "--epochs", "3"};
   const std::map<int, std::string> straight = straight_run();
-  preempt(SIGTERM, 7);  // in the second epoch
+  ASSERT_EQ(straight.size(), 15u);
+  preempt(SIGTERM, 2);
   resume_and_compare(straight);
 }
 
 // Two thread ranks (their flags compared after every step, so both stop at the same one), and
 // SIGUSR1, which Slurm's --signal sends ahead of the time limit.
 TEST_F(Crash, SigusrOneOnTwoRanksStopsBothAtOneStepAndResumesBitIdentically) {
-  extra_ = {"--checkpoint-every-steps", "0", "--world-size", "2", "--batch-size", "2"};
+  extra_ = {
+      "--checkpoint-every-steps", "0", "--world-size", "2", "--batch-size", "2", "--epochs", "3"};
   const std::map<int, std::string> straight = straight_run();
-  ASSERT_EQ(straight.size(), 10u);
-  preempt(SIGUSR1, 3);
+  ASSERT_EQ(straight.size(), 15u);
+  preempt(SIGUSR1, 2);
   resume_and_compare(straight);
 }
 
