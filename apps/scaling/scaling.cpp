@@ -113,6 +113,12 @@ void check_config(const Config& c) {
   for (int n : c.world_sizes) {
     LOOM_CHECK(n >= 1, "loom-scaling: a world size must be at least 1, got ", n);
     rank_batch(c, n);  // strong scaling: every world must split the batch, known before measuring
+    // Thread ranks (Gpus places one per GPU, bounded above): what spawn would refuse later.
+    LOOM_CHECK(launch_for(c) == "processes" || c.placement == Placement::Gpus ||
+                   n <= dist::max_thread_ranks(),
+               "loom-scaling: a world size of ", n,
+               " is more thread ranks than this machine can hold (at most ",
+               dist::max_thread_ranks(), ", 8 per core); use --launch processes for more");
     if (c.placement == Placement::Gpus && !c.skip_missing) {
       LOOM_CHECK(n <= cuda_device_count(), "--gpus ", n, ": this machine has ", cuda_device_count(),
                  " GPU", cuda_device_count() == 1 ? "" : "s",

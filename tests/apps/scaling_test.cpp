@@ -215,6 +215,11 @@ TEST(Scaling, BadConfigurationsAreClearErrors) {
   c.price_per_gpu_hour = -1.0;
   EXPECT_LOOM_ERROR(scaling::run(c), "--price-per-gpu-hour must be a positive number");
   c = small_cpu_run();
+  c.world_sizes = {1, dist::max_thread_ranks() + 1};  // refused before the world of one runs
+  EXPECT_LOOM_ERROR(scaling::run(c), "a world size of " +
+                                         std::to_string(dist::max_thread_ranks() + 1) +
+                                         " is more thread ranks than this machine can hold");
+  c = small_cpu_run();
   c.dist_timeout = "0";
   EXPECT_LOOM_ERROR(scaling::run(c), "--dist-timeout must be a number of seconds");
 }
