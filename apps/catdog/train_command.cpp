@@ -359,7 +359,7 @@ int run_train(const TrainArgs& args) {
   check_train_args(args);
   // SIGTERM and SIGUSR1 (a scheduler's preemption) from here on stop training at a step
   // boundary with a checkpoint instead of killing the process mid-write.
-  train::install_preemption_handlers();
+  const train::PreemptionScope preemption;
   const LaunchPlan plan = plan_launch(args);
   // Where the files are written (rank 0), before any data is looked for or read.
   if (plan.prints()) check_train_outputs(args);

@@ -87,7 +87,7 @@ struct FitOptions {
   // under no_sync(), so gradients cross ranks once per optimizer step. Not with capture.
   int64_t accumulate_steps = 1;
   // Stop at a step boundary when the process is asked to (train/preemption.h: SIGTERM, SIGUSR1,
-  // once install_preemption_handlers has run): the callbacks' on_preempted (ModelCheckpoint
+  // while a PreemptionScope lives): the callbacks' on_preempted (ModelCheckpoint
   // writes its checkpoint) and fit returns with History::preempted_by set, its files on disk.
   // One rank reads the flag after every step (an atomic load). N ranks must stop at the same
   // step: thread ranks of one process (dist::spawn) compare their flags after every step

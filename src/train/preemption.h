@@ -5,12 +5,25 @@
 // History::preempted set. Nothing runs inside the handler but a store to a lock-free atomic.
 #pragma once
 
+#include <signal.h>
+
 namespace loom::train {
 
-// Installs the handlers for SIGTERM and SIGUSR1 (process-wide; once is enough, again is
-// harmless). A program calls it before training when it wants preemption to checkpoint instead
-// of killing the process.
-void install_preemption_handlers();
+// While it lives, SIGTERM and SIGUSR1 set the flag instead of ending the process (process-wide
+// handlers); its destructor puts the previous handlers back, so that a program whose training
+// is over ends on SIGTERM as before (loom-scaling runs loom-catdog's training and then goes on).
+// A program makes one around training when it wants preemption to checkpoint instead of
+// killing the process. Not nested across threads.
+class PreemptionScope {
+ public:
+  PreemptionScope();
+  ~PreemptionScope();
+  PreemptionScope(const PreemptionScope&) = delete;
+  PreemptionScope& operator=(const PreemptionScope&) = delete;
+
+ private:
+  struct sigaction previous_[2]{};  // SIGTERM's, SIGUSR1's
+};
 // The signal that asked this process to stop (SIGTERM or SIGUSR1), or 0. Async-signal-safe.
 int preemption_signal();
 // Forgets a request (a test, or a program that trains again after a preempted fit).

@@ -72,6 +72,25 @@ TEST_F(Resume, RefusesALoaderWithOtherSeeds) {
       "loader seeds");
 }
 
+// SIGTERM and SIGUSR1 set the flag while a PreemptionScope lives (the process goes on), and the
+// previous handlers are back once it is gone.
+TEST(Preemption, TheScopeTurnsSignalsIntoTheFlagAndThenPutsTheHandlersBack) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &before), 0);
+  {
+    const train::PreemptionScope scope;
+    EXPECT_EQ(train::preemption_signal(), 0);
+    ASSERT_EQ(::raise(SIGUSR1), 0);
+    EXPECT_EQ(train::preemption_signal(), SIGUSR1);
+    ASSERT_EQ(::raise(SIGTERM), 0);
+    EXPECT_EQ(train::preemption_signal(), SIGTERM);
+    train::clear_preemption();
+  }
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
 // What a preemption does to fit (issue 38, what to build 4): the flag set during step 3 stops
 // the run right after it, on_preempted sees that step, on_train_end is not called, and the
 // history says which signal; without stop_on_preemption the flag changes nothing.
