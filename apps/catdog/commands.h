@@ -77,6 +77,9 @@ struct TrainArgs {
   std::optional<int> gpus;
   std::optional<int> world_size;
   std::string backend = "auto";
+  // Seconds a collective may wait for the other ranks before the job fails (PyTorch's
+  // init_process_group(timeout=)); empty: $LOOM_DIST_TIMEOUT, else 600.
+  std::string dist_timeout;
   // off | linear: the learning rate times the world size (the global batch grows with it),
   // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
   std::string scale_lr = "off";
@@ -84,9 +87,10 @@ struct TrainArgs {
   // Model parallelism on one rank (dist::PipelineParallel): the model cut into this many stages
   // (0 or 1: not cut), over cuda:0..N-1 when the run is on CUDA and has that many GPUs, else all
   // on the run's device (each stage on its own stream); each batch cut into micro_batches, run
-  // in the schedule's order: gpipe | 1f1b.
+  // in the schedule's order: gpipe | 1f1b. Unset micro_batches: 4, or the batch when smaller
+  // (pipeline_micro_batches).
   int pipeline = 0;
-  int micro_batches = 4;
+  std::optional<int> micro_batches;
   std::string pipeline_schedule = "gpipe";
   // A library caller's own callbacks (loom-scaling's time to accuracy), after loom-catdog's;
   // shared by every rank's fit (they see ctx.rank: act on rank 0 only).
@@ -131,6 +135,11 @@ struct ImportArgs {
   std::vector<std::string> classes{"cat", "dog"};
   std::string resize = "bilinear";
 };
+
+// The micro-batches of a --pipeline run's batch: --micro-batches, else min(4, batch size).
+inline int pipeline_micro_batches(const TrainArgs& a) {
+  return a.micro_batches.value_or(static_cast<int>(std::min<int64_t>(4, a.batch_size)));
+}
 
 int run_train(const TrainArgs& args);
 int run_import(const ImportArgs& args);

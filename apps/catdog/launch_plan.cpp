@@ -49,6 +49,11 @@ LaunchPlan threads_plan(const TrainArgs& a, int world, dist::Backend backend) {
   p.device = parse_device(a.device);
   p.world_size = world;
   p.how = world > 1 ? LaunchPlan::How::Threads : LaunchPlan::How::Alone;
+  const int most = dist::max_thread_ranks();
+  const bool nccl = p.device.is_cuda() && backend != dist::Backend::Threads;
+  LOOM_CHECK(nccl || world <= most, "--world-size ", world,
+             ": more thread ranks than this machine can hold (at most ", most,
+             ", 8 per core); start processes with mpirun, srun or torchrun for more");
   if (p.device.is_cpu()) {
     LOOM_CHECK(backend != dist::Backend::Nccl, "--backend nccl needs --device cuda, not cpu");
     p.backend = dist::Backend::Threads;
@@ -81,6 +86,12 @@ LaunchPlan launcher_plan(const TrainArgs& a, const dist::LaunchEnvironment& env,
   LOOM_CHECK(backend != dist::Backend::Threads,
              "--backend threads runs ranks as threads of one process, but the launcher started ",
              job, " as processes (use auto, nccl, mpi or tcp)");
+  // MPI takes its ranks from mpirun or srun, not from RANK/WORLD_SIZE: started otherwise, it is
+  // a world of one, which would train alone on all the data as "rank 1 of 2".
+  LOOM_CHECK(backend != dist::Backend::Mpi || env.launcher != "env", "--backend mpi: MPI's ranks ",
+             "come from mpirun or srun, but this process was started as rank ", env.rank, " of ",
+             job, " by RANK/WORLD_SIZE variables without them (a world of one to MPI); use ",
+             "--backend tcp (or auto) there, or start the job with mpirun");
   LaunchPlan p;
   p.how = LaunchPlan::How::Launcher;
   p.world_size = env.world_size;
@@ -104,7 +115,9 @@ std::string LaunchPlan::describe() const {
          dist::backend_name(backend) + ")";
 }
 
-LaunchPlan plan_launch(const TrainArgs& args) {
+namespace {
+
+LaunchPlan plan_ranks(const TrainArgs& args) {
   const dist::Backend backend = backend_of(args.backend);
   const dist::LaunchEnvironment env = dist::read_launch_environment();
   // A launcher's job of one rank (an srun allocation of one task) is a run alone.
@@ -119,6 +132,14 @@ LaunchPlan plan_launch(const TrainArgs& args) {
   return p;
 }
 
+}  // namespace
+
+LaunchPlan plan_launch(const TrainArgs& args) {
+  LaunchPlan p = plan_ranks(args);
+  p.group.timeout = dist::resolve_timeout(args.dist_timeout, "--dist-timeout", p.group.timeout);
+  return p;
+}
+
 void run_ranks(const LaunchPlan& plan, const std::function<void(const dist::GroupPtr&)>& fn) {
   switch (plan.how) {
     case LaunchPlan::How::Alone:
@@ -127,13 +148,14 @@ void run_ranks(const LaunchPlan& plan, const std::function<void(const dist::Grou
     case LaunchPlan::How::Threads: {
       dist::SpawnOptions options;
       options.backend = plan.backend;
+      options.group = plan.group;
       dist::spawn(
           plan.world_size, plan.device, [&](dist::ProcessGroup& g) { fn(g.shared_from_this()); },
           options);
       return;
     }
     case LaunchPlan::How::Launcher:
-      fn(dist::init_from_environment(plan.device, {}, plan.backend));
+      fn(dist::init_from_environment(plan.device, plan.group, plan.backend));
       return;
   }
 }

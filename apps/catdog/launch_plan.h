@@ -20,6 +20,7 @@ struct LaunchPlan {
   // backend puts every rank on this one). Launcher: CPU or CUDA (NCCL on cuda:local_rank).
   Device device = kCPU;
   dist::Backend backend = dist::Backend::Auto;
+  dist::GroupOptions group;  // the timeout of --dist-timeout or LOOM_DIST_TIMEOUT
   bool prints() const { return rank == 0; }
   // "world size 2 (threads)", for the header line.
   std::string describe() const;

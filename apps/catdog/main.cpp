@@ -151,9 +151,11 @@ int main(int argc, char** argv) {
                    "cut the model into N stages (model parallelism): one GPU "
                    "each when there are N, else all on the run's device, each on its own stream")
       ->check(CLI::Range(0, 64));
-  train->add_option("--micro-batches", t.micro_batches, "with --pipeline: micro-batches per batch")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  train
+      ->add_option(
+          "--micro-batches", t.micro_batches,
+          "with --pipeline: micro-batches per batch (default: 4, or the batch when smaller)")
+      ->check(CLI::Range(1, 1 << 20));
   train->add_option("--pipeline-schedule", t.pipeline_schedule, "with --pipeline: gpipe or 1f1b")
       ->check(CLI::IsMember({"gpipe", "1f1b"}))
       ->capture_default_str();
@@ -192,6 +194,9 @@ int main(int argc, char** argv) {
                    "auto, threads, nccl, mpi or tcp (threads: several ranks may "
                    "share one GPU; mpi, tcp: processes started by a launcher)")
       ->capture_default_str();
+  train->add_option("--dist-timeout", t.dist_timeout,
+                    "seconds a collective may wait for the other ranks before the job fails "
+                    "(default: $LOOM_DIST_TIMEOUT, else 600)");
   train
       ->add_option("--scale-lr", t.scale_lr,
                    "off, or linear: --lr times the world size (the global "

@@ -62,13 +62,14 @@ std::shared_ptr<dist::PipelineParallel> pipeline_model(const TrainArgs& args,
     for (int s = 0; s < args.pipeline; ++s) devices[static_cast<size_t>(s)] = cuda_device(s);
   }
   dist::PipelineOptions options;
-  options.micro_batches = args.micro_batches;
+  options.micro_batches = pipeline_micro_batches(args);
   options.schedule = args.pipeline_schedule == "1f1b" ? dist::PipelineSchedule::OneFOneB
                                                       : dist::PipelineSchedule::GPipe;
   auto pipeline = std::make_shared<dist::PipelineParallel>(sequential, devices, options);
   if (rank.rank == 0) {
     std::cout << "loom-catdog: pipeline of " << args.pipeline << " stages ("
-              << args.pipeline_schedule << ", " << args.micro_batches << " micro-batches):";
+              << args.pipeline_schedule << ", " << pipeline_micro_batches(args)
+              << " micro-batches):";
     for (const dist::PipelineStage& s : pipeline->stages()) {
       std::cout << " layers " << s.first_layer << "-" << s.end_layer - 1 << " on " << s.device.str()
                 << " (" << s.parameters << " parameters)"

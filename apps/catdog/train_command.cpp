@@ -5,8 +5,10 @@
 // epoch (best_model.h), on one rank or several (launch_plan.h). When no data was named and none
 // is found, it says what to provide and trains the same library on Fashion-MNIST instead
 // (fashion_fallback.cpp).
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -152,10 +154,12 @@ void check_train_args(const TrainArgs& a) {
   LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.pipeline >= 0, "--pipeline must be >= 0, got ", a.pipeline);
-  LOOM_CHECK(a.micro_batches >= 1 && a.micro_batches <= a.batch_size,
+  // Unset, it follows the batch size; set, it must fit it (only a --pipeline run uses it).
+  const int micro = pipeline_micro_batches(a);
+  LOOM_CHECK(micro >= 1 && micro <= a.batch_size,
              "--micro-batches must be between 1 and "
              "the batch size (",
-             a.batch_size, "), got ", a.micro_batches);
+             a.batch_size, "), got ", micro);
   LOOM_CHECK(a.pipeline_schedule == "gpipe" || a.pipeline_schedule == "1f1b",
              "--pipeline-schedule: expected gpipe or 1f1b, got \"", a.pipeline_schedule, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
@@ -283,6 +287,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.capture = pipeline == nullptr && capture_steps(args, rank);
   fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
   fit.channels_last = args.channels_last;
+  fit.stop_on_preemption = true;  // run_train installed the handlers
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -319,7 +324,8 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   RankRun run;
   run.history =
       train::fit(*trained, loss_for_outputs(logits), optimizer, train_loader, &val_loader, fit);
-  if (rank.rank == 0) save_last(args, *model, data.prep, run.history);
+  if (rank.rank == 0 && run.history.preempted_by == 0)
+    save_last(args, *model, data.prep, run.history);
   if (stopper) run.stopped_epoch = stopper->stopped_epoch();
   return run;
 }
@@ -351,6 +357,9 @@ class DeviceWarmUp {
 
 int run_train(const TrainArgs& args) {
   check_train_args(args);
+  // SIGTERM and SIGUSR1 (a scheduler's preemption) from here on stop training at a step
+  // boundary with a checkpoint instead of killing the process mid-write.
+  const train::PreemptionScope preemption;
   const LaunchPlan plan = plan_launch(args);
   // Where the files are written (rank 0), before any data is looked for or read.
   if (plan.prints()) check_train_outputs(args);
@@ -442,11 +451,22 @@ int run_train(const TrainArgs& args) {
   // this one's seed and the rank (rank 0 keeps it, so one rank draws as it always did).
   manual_seed(args.seed);
   RankRun run;
+  std::atomic<int> preempted_by{0};  // every rank's fit stops at the same step
   run_ranks(plan, [&](const dist::GroupPtr& group) {
     const RankSetup rank = rank_setup(plan, group);
     RankRun r = train_rank(args, data, rank);
+    if (r.history.preempted_by != 0) preempted_by = r.history.preempted_by;
     if (rank.rank == 0) run = std::move(r);
   });
+  if (preempted_by != 0) {
+    if (plan.prints()) {
+      const std::string checkpoint = train_outputs(args).checkpoint;
+      std::cout << "loom-catdog: preempted by " << (preempted_by == SIGUSR1 ? "SIGUSR1" : "SIGTERM")
+                << ": stopped at a step boundary, checkpoint " << checkpoint
+                << " written; continue with --resume " << checkpoint << "\n";
+    }
+    return train::kPreemptedExitStatus;
+  }
   if (!plan.prints()) return 0;
   const train::History& history = run.history;
   const std::string metrics_csv = train_outputs(args).metrics_csv;

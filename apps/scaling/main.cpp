@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
                  "with --pipeline: micro-batches per step (default 2 x stages)");
   app.add_option("--pipeline-schedule", c.pipeline_schedule, "with --pipeline: gpipe or 1f1b")
       ->capture_default_str();
+  app.add_option("--dist-timeout", c.dist_timeout,
+                 "seconds a collective may wait for the other ranks before the job fails "
+                 "(default: $LOOM_DIST_TIMEOUT, else 600)");
   app.add_option("--price-per-gpu-hour", price,
                  "dollars per GPU hour: adds the cost per million images");
   app.add_option("--time-to-accuracy", tta,

@@ -89,6 +89,7 @@ void check_graph(const Config& c) {
 
 void check_config(const Config& c) {
   LOOM_CHECK(!c.world_sizes.empty(), "loom-scaling: no world sizes given");
+  group_options(c);  // a bad --dist-timeout or LOOM_DIST_TIMEOUT, before anything runs
   LOOM_CHECK(c.steps >= 1 && c.warmup >= 0,
              "loom-scaling: --steps must be at least 1 and --warmup at least 0");
   LOOM_CHECK(std::isfinite(c.warmup_seconds) && c.warmup_seconds >= 0,
@@ -112,6 +113,12 @@ void check_config(const Config& c) {
   for (int n : c.world_sizes) {
     LOOM_CHECK(n >= 1, "loom-scaling: a world size must be at least 1, got ", n);
     rank_batch(c, n);  // strong scaling: every world must split the batch, known before measuring
+    // Thread ranks (Gpus places one per GPU, bounded above): what spawn would refuse later.
+    LOOM_CHECK(launch_for(c) == "processes" || c.placement == Placement::Gpus ||
+                   n <= dist::max_thread_ranks(),
+               "loom-scaling: a world size of ", n,
+               " is more thread ranks than this machine can hold (at most ",
+               dist::max_thread_ranks(), ", 8 per core); use --launch processes for more");
     if (c.placement == Placement::Gpus && !c.skip_missing) {
       LOOM_CHECK(n <= cuda_device_count(), "--gpus ", n, ": this machine has ", cuda_device_count(),
                  " GPU", cuda_device_count() == 1 ? "" : "s",
@@ -137,6 +144,7 @@ RankResult run_world(const Config& c, const ImageSource& images, int n) {
   RankResult result;
   std::mutex mutex;
   dist::SpawnOptions options;
+  options.group = group_options(c);
   if (c.placement == Placement::OneGpu) options.backend = dist::Backend::Threads;
   dist::spawn(
       n, base_device(c),
@@ -156,13 +164,19 @@ std::pair<RankResult, RankResult> world_of_one_beside_plain(const Config& c,
                                                             const ImageSource& images,
                                                             int64_t batch) {
   if (c.placement != Placement::Cpu) {
-    const dist::GroupPtr group = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0);
+    const dist::GroupPtr group =
+        dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0, group_options(c));
     return run_rank_beside_plain(c, images, batch, cuda_device(0), group);
   }
   std::pair<RankResult, RankResult> results;
-  dist::spawn(1, kCPU, [&](dist::ProcessGroup& g) {
-    results = run_rank_beside_plain(c, images, batch, kCPU, g.shared_from_this());
-  });
+  dist::SpawnOptions options;
+  options.group = group_options(c);
+  dist::spawn(
+      1, kCPU,
+      [&](dist::ProcessGroup& g) {
+        results = run_rank_beside_plain(c, images, batch, kCPU, g.shared_from_this());
+      },
+      options);
   return results;
 }
 
@@ -226,6 +240,12 @@ std::string launch_for(const Config& c) {
   const bool several =
       std::any_of(c.world_sizes.begin(), c.world_sizes.end(), [](int n) { return n > 1; });
   return c.placement == Placement::Gpus && several ? "processes" : "threads";
+}
+
+dist::GroupOptions group_options(const Config& c) {
+  dist::GroupOptions options;
+  options.timeout = dist::resolve_timeout(c.dist_timeout, "--dist-timeout", options.timeout);
+  return options;
 }
 
 int micro_batches_for(const Config& c, int stages) { return c.micro_batches.value_or(2 * stages); }
@@ -312,7 +332,7 @@ Report run(const Config& config) {
 std::optional<Report> run_in_job(const Config& c) {
   check_config(c);
   ConvTf32Scope tf32(c.precision != "fp32");  // bf16: float32 layers' convolutions too
-  const dist::GroupPtr group = dist::init_from_environment(base_device(c));
+  const dist::GroupPtr group = dist::init_from_environment(base_device(c), group_options(c));
   const ImageSource images = load_images(c.data, std::max(c.workers, 1));
   const int n = group->size();
   Report report;
@@ -356,7 +376,7 @@ std::optional<Report> run_in_job(const Config& c) {
 void run_as_rank(const Config& c, int world_size, const std::string& result_path) {
   check_config(c);
   ConvTf32Scope tf32(c.precision != "fp32");  // bf16: float32 layers' convolutions too
-  const dist::GroupPtr group = dist::init_from_environment(base_device(c));
+  const dist::GroupPtr group = dist::init_from_environment(base_device(c), group_options(c));
   LOOM_CHECK(group->size() == world_size, "loom-scaling: a rank process of a world of ", world_size,
              " joined a job of ", group->size());
   const ImageSource images = load_images(c.data, std::max(c.workers, 1));

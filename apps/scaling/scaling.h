@@ -62,7 +62,12 @@ struct Config {
   std::vector<int> pipeline_stages;
   std::optional<int> micro_batches;
   std::string pipeline_schedule = "gpipe";  // or 1f1b
+  // --dist-timeout: the group timeout in seconds (empty: $LOOM_DIST_TIMEOUT, else 600 s).
+  std::string dist_timeout;
 };
+
+// The options of every group the run makes: the timeout of --dist-timeout or LOOM_DIST_TIMEOUT.
+dist::GroupOptions group_options(const Config& config);
 
 struct Row {
   int world_size = 1;

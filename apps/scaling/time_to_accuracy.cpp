@@ -78,6 +78,7 @@ AccuracyRun run_time_to_accuracy(const Config& c, const AccuracyConfig& a) {
     t.workers = c.workers;
     t.channels_last = c.channels_last;
     t.limit = a.limit;
+    t.dist_timeout = c.dist_timeout;
     t.graph = "auto";  // loom-catdog's default (catdog_step_mode says what it does)
     row.step_mode = catdog_step_mode(c, n);
     t.scale_lr = "linear";

@@ -1,5 +1,6 @@
 // read_launch_environment: the variables that Open MPI, Slurm and torchrun-style launchers set;
 // local_cuda_device: the GPU of a rank among those its launcher left visible.
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -119,6 +120,25 @@ int local_cuda_device(const LaunchEnvironment& env, int visible) {
              " CUDA devices are visible; give each task one GPU (srun --gpus-per-task 1) or "
              "every task all of the node's");
   return env.local_rank;
+}
+
+std::chrono::milliseconds parse_timeout(const std::string& seconds, const std::string& source) {
+  const char* text = seconds.c_str();
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  const bool number = end != text && *end == '\0' && std::isfinite(value);
+  // Below a millisecond rounds to no timeout at all.
+  LOOM_CHECK(number && value >= 0.001 && value <= kMaxTimeoutSeconds, source,
+             " must be a number of seconds between 0.001 and ", kMaxTimeoutSeconds,
+             " (a week), got '", seconds.substr(0, 64), "'");
+  return std::chrono::milliseconds(std::llround(value * 1000.0));
+}
+
+std::chrono::milliseconds resolve_timeout(const std::string& flag, const std::string& flag_name,
+                                          std::chrono::milliseconds fallback) {
+  if (!flag.empty()) return parse_timeout(flag, flag_name);
+  const char* env = variable(kTimeoutEnv);
+  return env ? parse_timeout(env, kTimeoutEnv) : fallback;
 }
 
 }  // namespace loom::dist

@@ -161,10 +161,19 @@ GroupPtr init_from_environment(Device device, const GroupOptions& options, Backe
       LOOM_CHECK(device.is_cuda(),
                  "init_from_environment: the NCCL backend needs a CUDA device, got ", device.str());
       return nccl_from_environment(env, options);
-    case Backend::Mpi:
+    case Backend::Mpi: {
       LOOM_CHECK(device.is_cpu(), "init_from_environment: the MPI backend takes CPU tensors, not ",
                  device.str(), " (use nccl)");
-      return make_mpi_group(options);
+      // MPI counts its own ranks; a launcher's environment that says otherwise (RANK=1
+      // WORLD_SIZE=2 without mpirun: MPI's singleton world of one) must not train alone.
+      GroupPtr group = make_mpi_group(options);
+      LOOM_CHECK(
+          env.launcher == "none" || (group->size() == env.world_size && group->rank() == env.rank),
+          "init_from_environment: MPI says this process is rank ", group->rank(), " of ",
+          group->size(), " but its launcher (", env.launcher, ") says rank ", env.rank, " of ",
+          env.world_size, "; start MPI jobs with mpirun or srun, others with the ", "tcp backend");
+      return group;
+    }
     case Backend::Tcp: {
       LOOM_CHECK(device.is_cpu(), "init_from_environment: the TCP backend takes CPU tensors, not ",
                  device.str(), " (use nccl)");

@@ -4,7 +4,9 @@
 // operators do). Without a launcher a program is a world of one, not an error.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "loom/distributed/process_group.h"
@@ -27,13 +29,21 @@ struct SpawnOptions {
   int cpu_threads_per_rank = 0;
 };
 
+// The most ranks spawn runs as threads of this process: 8 per core (at least 8), at most 1024,
+// and at most a quarter of the threads this process may still start (RLIMIT_NPROC and
+// /proc/sys/kernel/threads-max: a rank brings a watchdog and loader threads). Past it the ranks
+// only take turns on the cores while each holds its own model, gradients and buffers (1,000 CPU
+// ranks of the seed CNN took 10.5 GB), and a limit hit halfway would end a run that had started.
+int max_thread_ranks();
+
 // Runs fn(group) for ranks 0..world_size-1, each on its own thread with its own current device,
 // its own CUDA stream (ranks that share a GPU run concurrently) and its own default random
 // generator, seeded from the caller's seed and the rank (rank 0 keeps the seed itself). If a
 // rank throws, the group is aborted (the other ranks' pending and later collectives fail at
 // once), every thread is joined, and the first rank's exception reaches the caller as a
 // loom::Error naming that rank. Throws before starting anything when the world size is below
-// 1 or above the GPUs present for NCCL.
+// 1, above max_thread_ranks() or above the GPUs present for NCCL; a thread the system refuses
+// (a limit lower than it said) fails the ranks already started and throws naming the world size.
 void spawn(int world_size, Device device, const std::function<void(ProcessGroup&)>& fn,
            const SpawnOptions& options = {});
 
@@ -79,6 +89,17 @@ GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options
 // Auto, else as above (nccl, mpi, tcp, or threads for a world of one).
 Backend launch_backend(const LaunchEnvironment& env, Device device,
                        Backend backend = Backend::Auto);
+
+// The group timeout (GroupOptions::timeout) as a user gives it, PyTorch's
+// init_process_group(timeout=): seconds, a decimal number in (0, kMaxTimeoutSeconds] ("60",
+// "2.5"). `source` names where the text came from in the error ("--dist-timeout").
+constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week: beyond it, a typo
+constexpr const char* kTimeoutEnv = "LOOM_DIST_TIMEOUT";
+std::chrono::milliseconds parse_timeout(const std::string& seconds, const std::string& source);
+// `flag` when given (non-empty), else $LOOM_DIST_TIMEOUT when set, else `fallback`; throws
+// naming the flag or the variable when the value is not a timeout.
+std::chrono::milliseconds resolve_timeout(const std::string& flag, const std::string& flag_name,
+                                          std::chrono::milliseconds fallback);
 
 // The seed rank `rank` derives from `seed`: rank 0 keeps it, the others get a mix of both.
 uint64_t rank_seed(uint64_t seed, int rank);

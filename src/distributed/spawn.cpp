@@ -1,8 +1,12 @@
 // dist::spawn: one thread per rank in this process (see launch.h).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "loom/distributed/agreement.h"
@@ -102,11 +106,36 @@ int threads_per_rank(const SpawnOptions& options, int world_size) {
 #endif
 }
 
+// How many more threads this process may start, as far as the system says (a large number
+// when it says nothing).
+long thread_room() {
+  long room = 1L << 30;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    room = std::min(room, static_cast<long>(limit.rlim_cur));
+  std::ifstream max_file("/proc/sys/kernel/threads-max");
+  long threads_max = 0;
+  if (max_file >> threads_max && threads_max > 0) room = std::min(room, threads_max);
+  return room;
+}
+
 }  // namespace
+
+int max_thread_ranks() {
+  constexpr int kMost = 1024;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const long by_threads = std::max(1L, thread_room() / 4);
+  return static_cast<int>(std::min<long>({kMost, std::max(8, 8 * cores), by_threads}));
+}
 
 void spawn(int world_size, Device device, const std::function<void(ProcessGroup&)>& fn,
            const SpawnOptions& options) {
   LOOM_CHECK(world_size >= 1, "spawn: the world size must be at least 1, got ", world_size);
+  const int most = max_thread_ranks();
+  LOOM_CHECK(world_size <= most, "spawn: a world size of ", world_size,
+             " is more thread ranks than this machine can hold: at most ", most, " (8 per core of ",
+             std::max(1u, std::thread::hardware_concurrency()),
+             ", at most 1024, a quarter of the thread limit); start processes for more");
   const Backend backend = resolve(options.backend, device);
   if (device.is_cuda()) {
     LOOM_CHECK(built_with_cuda(), "spawn: ", device.str(),
@@ -175,8 +204,20 @@ void spawn(int world_size, Device device, const std::function<void(ProcessGroup&
 
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(world_size));
-  for (int r = 0; r < world_size; ++r) threads.emplace_back(run_rank, r);
+  std::string refused;
+  for (int r = 0; r < world_size; ++r) {
+    try {
+      threads.emplace_back(run_rank, r);
+    } catch (const std::system_error& e) {
+      // The ranks started wait for this one in their first collective: abort them.
+      refused = detail::concat("spawn: could not start the thread of rank ", r,
+                               " of a world size of ", world_size, " (", e.what(), ")");
+      state.fail(r, refused);
+      break;
+    }
+  }
   for (std::thread& t : threads) t.join();
+  LOOM_CHECK(refused.empty(), refused);
   state.rethrow_first();
 }
 

@@ -84,6 +84,10 @@ class Callback {
   // The epoch's metrics are already the last entry of ctx.history.
   virtual void on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& /*metrics*/) {}
   virtual void on_train_end(TrainContext& /*ctx*/) {}
+  // fit stops at this step boundary for a preemption (FitOptions::stop_on_preemption), on every
+  // rank at the same step; on_train_end is not called (training has not ended). ModelCheckpoint
+  // writes its checkpoint here.
+  virtual void on_preempted(TrainContext& /*ctx*/) {}
 };
 
 using CallbackPtr = std::shared_ptr<Callback>;

@@ -188,6 +188,10 @@ void ModelCheckpoint::on_batch_end(TrainContext& ctx) {
   }
 }
 
+void ModelCheckpoint::on_preempted(TrainContext& ctx) {
+  if (!options_.path.empty() && !ctx.epoch_finished) save(ctx);
+}
+
 void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
   // The checkpoint first: a crash before the model file is written leaves a checkpoint whose
   // weights are that epoch's, which on_train_begin saves on resume.

@@ -101,6 +101,8 @@ class ModelCheckpoint : public Callback {
   void on_train_begin(TrainContext& ctx) override;
   void on_batch_end(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
+  // Mid-epoch, the checkpoint of this step (at an epoch's end on_epoch_end has written it).
+  void on_preempted(TrainContext& ctx) override;
 
   // Where on_train_begin finds the best finished epoch of `history` (resumed at step
   // `step_in_epoch` of the next epoch): Nowhere only when there is no best model file to keep or

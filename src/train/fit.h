@@ -86,6 +86,17 @@ struct FitOptions {
   // by their number. Inside a dist::DistributedDataParallel the backwards before a step run
   // under no_sync(), so gradients cross ranks once per optimizer step. Not with capture.
   int64_t accumulate_steps = 1;
+  // Stop at a step boundary when the process is asked to (train/preemption.h: SIGTERM, SIGUSR1,
+  // while a PreemptionScope lives): the callbacks' on_preempted (ModelCheckpoint
+  // writes its checkpoint) and fit returns with History::preempted_by set, its files on disk.
+  // One rank reads the flag after every step (an atomic load). N ranks must stop at the same
+  // step: thread ranks of one process (dist::spawn) compare their flags after every step
+  // through shared memory (dist::all_equal: microseconds, no device sync); ranks in several
+  // processes agree by one all_reduce(max) of the flag every preemption_check_steps steps and
+  // after each epoch: one host sync every that many steps, none in between. With
+  // accumulate_steps, only after an optimizer step.
+  bool stop_on_preemption = false;
+  int64_t preemption_check_steps = 10;
   // Called after every backward, before clipping and the optimizer step, with the gradients
   // accumulated so far in the parameters' .grad (inspect, log, or change them). Not with
   // capture: a replayed graph runs no host code between backward and the step.

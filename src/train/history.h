@@ -13,6 +13,8 @@ using EpochMetrics = std::map<std::string, double>;
 
 struct History {
   std::vector<EpochMetrics> epochs;  // epochs[e] are the metrics of epoch e (from 0)
+  // The signal that preempted fit (FitOptions::stop_on_preemption), 0 when it ran to its end.
+  int preempted_by = 0;
 
   // The values of one metric over the epochs that have it.
   std::vector<double> values(const std::string& metric) const;

@@ -10,6 +10,7 @@
 #include "loom/train/history.h"
 #include "loom/train/pipeline_step.h"
 #include "loom/train/precision.h"
+#include "loom/train/preemption.h"
 #include "loom/train/progress.h"
 #include "loom/train/tensorboard.h"
 #include "loom/train/train_step.h"

@@ -214,6 +214,30 @@ TEST(Scaling, BadConfigurationsAreClearErrors) {
   c = small_cpu_run();
   c.price_per_gpu_hour = -1.0;
   EXPECT_LOOM_ERROR(scaling::run(c), "--price-per-gpu-hour must be a positive number");
+  c = small_cpu_run();
+  c.world_sizes = {1, dist::max_thread_ranks() + 1};  // refused before the world of one runs
+  EXPECT_LOOM_ERROR(scaling::run(c), "a world size of " +
+                                         std::to_string(dist::max_thread_ranks() + 1) +
+                                         " is more thread ranks than this machine can hold");
+  c = small_cpu_run();
+  c.dist_timeout = "0";
+  EXPECT_LOOM_ERROR(scaling::run(c), "--dist-timeout must be a number of seconds");
+}
+
+// --dist-timeout, else LOOM_DIST_TIMEOUT, else 600 s: the timeout of every group the run makes
+// (issue 38: it was compiled in).
+TEST(Scaling, DistTimeoutIsEveryGroupsTimeout) {
+  scaling::Config c = small_cpu_run();
+  ::unsetenv("LOOM_DIST_TIMEOUT");
+  EXPECT_EQ(scaling::group_options(c).timeout, std::chrono::minutes(10));
+  ::setenv("LOOM_DIST_TIMEOUT", "30", 1);
+  EXPECT_EQ(scaling::group_options(c).timeout, std::chrono::seconds(30));
+  c.dist_timeout = "2.5";
+  EXPECT_EQ(scaling::group_options(c).timeout, std::chrono::milliseconds(2500));
+  ::setenv("LOOM_DIST_TIMEOUT", "never", 1);
+  c.dist_timeout.clear();
+  EXPECT_LOOM_ERROR(scaling::group_options(c), "LOOM_DIST_TIMEOUT must be a number of seconds");
+  ::unsetenv("LOOM_DIST_TIMEOUT");
 }
 
 TEST(Scaling, RankResultsRoundTripAndMalformedOnesAreNamed) {

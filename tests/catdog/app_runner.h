@@ -100,6 +100,7 @@ class Child {
     ::kill(pid_, SIGKILL);
     wait();
   }
+  void signal(int sig) { ::kill(pid_, sig); }
   std::string out() const { return read_text(out_); }
   std::string err() const { return read_text(err_); }
 

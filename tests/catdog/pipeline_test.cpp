@@ -73,6 +73,23 @@ TEST_F(CatdogPipeline, StagesAndMicroBatchesTrainAsTheWholeModel) {
   }
 }
 
+// Issue 38 item 9: the micro-batches' default (4) once refused every batch below 4, even
+// without --pipeline; now it is min(4, batch) and only a given --micro-batches must fit.
+TEST_F(CatdogPipeline, ABatchBelowFourTrainsWithAndWithoutAPipeline) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, std::vector<std::string>{"--pipeline", "2"}}) {
+    const std::string name = flags.empty() ? "plain" : "pipe";
+    std::vector<std::string> a = args(name, flags);
+    *std::next(std::find(a.begin(), a.end(), "--batch-size")) = "2";
+    a.insert(a.end(), {"--epochs", "1", "--limit", "8"});
+    a.erase(std::find(a.begin(), a.end(), "--epochs"),
+            std::find(a.begin(), a.end(), "--epochs") + 2);
+    const auto [status, out] = testing::run_to_end(a, root_ + "/" + name);
+    ASSERT_EQ(status, 0) << out;
+    EXPECT_EQ(step_losses(out).size(), 4u) << out;  // 8 images in batches of 2
+  }
+}
+
 TEST_F(CatdogPipeline, WhatAPipelineCannotDoIsRefused) {
   testing::expect_prompt_error(args("ranks", {"--pipeline", "2", "--world-size", "2"}),
                                root_ + "/ranks", {"--pipeline 2", "not supported", "2 ranks"},

@@ -4,6 +4,7 @@
 // --lr; two processes of a RANK/WORLD_SIZE launch train as the two thread ranks do; and every
 // bad --gpus/--world-size/--device/--backend combination ends with one clear message, no file.
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "app_runner.h"
@@ -154,6 +155,58 @@ TEST_F(CatdogRanks, KilledOnTwoRanksResumesAsTheUninterruptedRun) {
   testing::expect_clear_error(alone, root_ + "/alone", "world_size = 2, this run has 1");
 }
 
+// Preemption of a job of two processes (TCP launch) where only rank 1 gets the SIGTERM: the
+// ranks agree (an all_reduce of the flag every 10 steps and after each epoch) to stop after the
+// same step, rank 0 writes that step's checkpoint, both exit 143, and the resumed pair continues
+// as the uninterrupted pair, bit for bit.
+TEST_F(CatdogRanks, ASigtermToOneProcessStopsTheJobAtOneStepAndResumesExactly) {
+  const std::string ckpt = root_ + "/run.ckpt";
+  auto launch = [&](const std::string& name, bool resume) {
+    const std::string port = std::to_string(25000 + (::getpid() + name.size()) % 20000);
+    std::vector<std::unique_ptr<Child>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> a = args(name + std::to_string(r), 1, 4, 3);
+      a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+      a.insert(a.end(), {"--backend", "tcp", "--checkpoint", ckpt});
+      if (resume) a.insert(a.end(), {"--resume", ckpt});
+      ranks.push_back(std::make_unique<Child>(
+          a, root_ + "/" + name + std::to_string(r),
+          std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port}));
+    }
+    return ranks;
+  };
+  auto straight = launch("straight", false);
+  for (auto& c : straight) ASSERT_EQ(c->wait(), 0) << c->out() << c->err();
+  const std::map<int, std::string> losses = step_losses(straight[0]->out());
+  ASSERT_EQ(losses.size(), 18u);  // 3 epochs of 6 steps
+  fs::remove(ckpt);
+
+  auto preempted = launch("preempted", false);
+  ASSERT_TRUE(preempted[0]->wait_for(false, "step 2 ")) << preempted[0]->err();
+  preempted[1]->signal(SIGTERM);
+  for (auto& c : preempted) EXPECT_EQ(c->wait(), 143) << c->out() << c->err();
+  const std::map<int, std::string> done = step_losses(preempted[0]->out());
+  ASSERT_FALSE(done.empty());
+  const int from = static_cast<int>(io::read_checkpoint(ckpt).state.global_step);
+  EXPECT_EQ(from, done.rbegin()->first);
+  EXPECT_LT(from, 18);
+  EXPECT_NE(preempted[0]->out().find("preempted by SIGTERM"), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(root_)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".lock"), std::string::npos) << name;
+  }
+
+  auto resumed = launch("resumed", true);
+  for (auto& c : resumed) ASSERT_EQ(c->wait(), 0) << c->out() << c->err();
+  const std::map<int, std::string> after = step_losses(resumed[0]->out());
+  ASSERT_EQ(after.size(), losses.size() - from) << resumed[0]->out();
+  for (const auto& [step, loss] : after) EXPECT_EQ(loss, losses.at(step)) << "step " << step;
+  EXPECT_EQ(testing::read_text(root_ + "/resumed0.metrics.csv"),
+            testing::read_text(root_ + "/straight0.metrics.csv"));
+}
+
 TEST_F(CatdogRanks, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
   // Every rank decides from the same metrics (summed over the ranks), so all stop together, where
   // one rank of the global batch stops; a rank that went on would wait in a collective.
@@ -226,6 +279,77 @@ TEST_F(CatdogRanks, TwoProcessesOfARankLaunchTrainAsTwoThreadRanks) {
     EXPECT_FALSE(fs::exists(root_ + file)) << file;
 }
 
+// Issue 38 item 8: the group timeout was 600 s, compiled in. --dist-timeout 1 (or
+// LOOM_DIST_TIMEOUT=1) makes a rank whose peer never comes fail in about 1 s, naming the
+// timeout: rank 0 waiting for rank 1 in its first collective, rank 1 waiting for rank 0's store.
+TEST_F(CatdogRanks, DistTimeoutEndsARankWhosePeerNeverComesInSeconds) {
+  const std::string port = std::to_string(41000 + ::getpid() % 20000);
+  for (const auto& [rank, flag] : {std::pair<int, bool>{0, true}, {1, true}, {1, false}}) {
+    {
+      std::vector<std::string> a = args("alone" + std::to_string(rank), 1, 4, 1);
+      a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+      a.insert(a.end(), {"--backend", "tcp"});
+      if (flag) a.insert(a.end(), {"--dist-timeout", "1"});
+      std::vector<std::string> env{"RANK=" + std::to_string(rank), "WORLD_SIZE=2",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
+      if (!flag) env.push_back("LOOM_DIST_TIMEOUT=1");
+      const auto start = std::chrono::steady_clock::now();
+      Child c(a, root_ + "/alone", env);
+      const int status = c.wait();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string what = "rank " + std::to_string(rank) + (flag ? " (flag)" : " (env)");
+      EXPECT_GT(status, 0) << what << c.err();
+      EXPECT_LT(status, 128) << what << c.err();
+      EXPECT_GE(seconds, 0.95) << what;
+      EXPECT_LT(
+          seconds,
+          testing::scaled(std::chrono::seconds(15), std::chrono::seconds(60)).count() / 1000.0)
+          << what << c.err();
+      // Rank 1's store connection names 1000 ms; rank 0's first collective 1.000... s.
+      const std::string err = c.err();
+      EXPECT_TRUE(err.find("1000 ms") != std::string::npos ||
+                  err.find("timed out after 1.0") != std::string::npos)
+          << what << err;
+    }
+  }
+}
+
+// Issue 38 item 6: RANK=1 WORLD_SIZE=2 with --backend mpi but no mpirun made MPI a world of one
+// that trained alone on all the data and wrote the model files; now an error before anything is
+// read or written.
+TEST_F(CatdogRanks, AnMpiBackendWithoutMpirunInATorchrunEnvironmentIsRefused) {
+  std::vector<std::string> a = args("mpi", 1, 4, 1);
+  a.erase(a.begin() + 7, a.begin() + 9);  // no --world-size: the launcher's
+  a.insert(a.end(), {"--backend", "mpi"});
+  Child c(a, root_ + "/mpi",
+          {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+           "MASTER_PORT=" + std::to_string(43000 + ::getpid() % 20000)});
+  EXPECT_EQ(c.wait(), 1) << c.out() << c.err();
+  EXPECT_NE(c.err().find("--backend mpi: MPI's ranks come from mpirun or srun, but this process "
+                         "was started as rank 1 of 2 ranks (env)"),
+            std::string::npos)
+      << c.err();
+  EXPECT_EQ(c.out(), "");
+  for (const char* file : {"/mpi.st", "/mpi.st.ckpt", "/mpi.metrics.csv"})
+    EXPECT_FALSE(fs::exists(root_ + file)) << file;
+}
+
+// A timeout that is not one is refused before anything runs, naming the flag or the variable.
+TEST_F(CatdogRanks, BadDistTimeoutsAreRefusedNamingTheFlag) {
+  for (const char* bad : {"0", "-1", "abc", "nan", "1e9", "2s"}) {
+    std::vector<std::string> a = args("bad", 2, 4, 1);
+    a.insert(a.end(), {"--dist-timeout", bad});
+    testing::expect_prompt_error(a, root_ + "/bad",
+                                 {"--dist-timeout must be a number of seconds", bad});
+  }
+  Child c(args("bad", 2, 4, 1), root_ + "/bad", {"LOOM_DIST_TIMEOUT=soon"});
+  EXPECT_EQ(c.wait(), 1);
+  EXPECT_NE(c.err().find("LOOM_DIST_TIMEOUT must be a number of seconds"), std::string::npos)
+      << c.err();
+  EXPECT_FALSE(fs::exists(root_ + "/bad.st"));
+}
+
 TEST_F(CatdogRanks, BadRankFlagsEndWithAClearMessageAndWriteNothing) {
   const std::string out = root_ + "/bad.st";
   auto bad = [&](const std::vector<std::string>& flags, const std::string& fragment) {
@@ -250,6 +374,13 @@ TEST_F(CatdogRanks, BadRankFlagsEndWithAClearMessageAndWriteNothing) {
   bad({"--world-size", "2", "--device", "cpu", "--backend", "gloo"},
       "--backend: unknown distributed backend 'gloo'");
   bad({"--backend", "threads", "--device", "cpu"}, "--backend threads: one rank has no backend");
+  // Issue 38 item 5: thread ranks past what the machine holds, and 2^31 - 1 (a bad_alloc).
+  for (const int world : {dist::max_thread_ranks() + 1, std::numeric_limits<int>::max()}) {
+    bad({"--world-size", std::to_string(world), "--device", "cpu"},
+        "--world-size " + std::to_string(world) +
+            ": more thread ranks than this machine can hold (at most " +
+            std::to_string(dist::max_thread_ranks()));
+  }
   bad({"--world-size", "2", "--device", "cpu", "--scale-lr", "square"}, "--scale-lr");
   if (gpus < 2) {  // NCCL needs a GPU per rank; sharing one takes an explicit --backend threads
     // Without CUDA, or without any GPU, --device cuda itself is what is refused.

@@ -2,9 +2,14 @@
 // throws, a rank that never arrives, ranks that call different collectives, an abort, and bad
 // arguments.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <limits>
 
 #include "collective_cases.h"
 #include "testing.h"
@@ -161,6 +166,54 @@ TEST(Faults, SpawnRefusesBadWorldSizes) {
   EXPECT_LOOM_ERROR(dist::spawn(
                         2, kCPU, [](dist::ProcessGroup&) {}, mpi),
                     "must be threads or nccl");
+}
+
+// Issue 38 item 5: 1,000 thread ranks were accepted (10.5 GB), 2^31 - 1 ended in a bad_alloc
+// naming nothing; a world size past max_thread_ranks() is an error naming it, before anything.
+TEST(Faults, SpawnRefusesMoreThreadRanksThanTheMachineHolds) {
+  const int most = dist::max_thread_ranks();
+  EXPECT_GE(most, 8);
+  EXPECT_LE(most, 1024);
+  for (int world : {most + 1, std::numeric_limits<int>::max()}) {
+    EXPECT_LOOM_ERROR(dist::spawn(world, kCPU, [](dist::ProcessGroup&) { ADD_FAILURE(); }),
+                      "a world size of " + std::to_string(world) +
+                          " is more thread ranks than this machine can hold: at most " +
+                          std::to_string(most));
+  }
+}
+
+// A thread the system refuses (here: no address space left for its stack) ended in
+// std::terminate; now the ranks started are aborted and spawn throws naming the world size. In
+// a child process, whose address space limit the test lowers.
+TEST(Faults, AThreadTheSystemRefusesIsAnErrorNamingTheWorldSize) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the test leaves";
+#else
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // What is mapped now and 48 MB more: a few 8 MB thread stacks, not 16.
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    rlimit limit{};
+    limit.rlim_cur = limit.rlim_max =
+        static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (48u << 20);
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    try {
+      dist::spawn(16, kCPU, [](dist::ProcessGroup& g) { g.barrier()->wait(); });
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      ::_exit(what.find("of a world size of 16") != std::string::npos ? 0 : 1);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(4);  // every thread started: the limit was not low enough
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another error, 2: not a loom::Error, 4: no failure";
+#endif
 }
 
 TEST(Faults, AWorkWaitedTwiceThrowsTwice) {

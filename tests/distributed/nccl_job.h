@@ -92,7 +92,7 @@ struct RankExit {
 class NcclJob {
  public:
   // Starts `world` workers: nccl_worker <scenario> <args...>, rank r on cuda:r. `variables` add
-  // to (or override) the launcher's ones; LOOM_DIST_TIMEOUT_MS is the group's timeout.
+  // to (or override) the launcher's ones; LOOM_DIST_TIMEOUT (seconds) is the group's timeout.
   NcclJob(const std::string& worker, const std::string& scenario, int world,
           std::vector<std::string> args, std::map<std::string, std::string> variables)
       : worker_(worker), started_(Clock::now()) {

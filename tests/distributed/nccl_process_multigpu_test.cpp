@@ -34,7 +34,7 @@ const char* const kWorker = "";
 #endif
 
 std::map<std::string, std::string> timeout_ms(int ms) {
-  return {{"LOOM_DIST_TIMEOUT_MS", std::to_string(ms)}};
+  return {{"LOOM_DIST_TIMEOUT", std::to_string(ms / 1000.0)}};
 }
 
 // Every rank exited 0, reported its ranks identical after every step, several buckets started

@@ -93,7 +93,7 @@ class LaunchJob {
           {"LOCAL_RANK", std::to_string(rank)},
           {"LOCAL_WORLD_SIZE", std::to_string(world_size)},
           {"OMP_NUM_THREADS", "1"},
-          {"LOOM_DIST_TIMEOUT_MS", std::to_string(kGroupTimeoutMs)}};
+          {"LOOM_DIST_TIMEOUT", std::to_string(kGroupTimeoutMs / 1000.0)}};
       for (const auto& [k, v] : variables) vars[k] = v;
       for (const auto& [k, v] : vars) mine.push_back(k + "=" + v);
       logs_.push_back(stem + "_rank" + std::to_string(rank) + ".log");
@@ -232,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, TcpLaunch, ::testing::Values(2, 4));
 TEST(TcpLaunchRendezvous, WithoutRankZeroARankFailsToJoinWithinItsTimeout) {
   const int port = free_tcp_port();
   auto vars = on_loopback(port);
-  vars["LOOM_DIST_TIMEOUT_MS"] = "1000";
+  vars["LOOM_DIST_TIMEOUT"] = "1";
   LaunchJob job("collectives", 2, {1}, vars);  // rank 0, which would listen, never starts
   const Exit e = job.wait().at(0);
   EXPECT_TRUE(e.exited && e.code == kJoinFailed) << e.describe();
@@ -246,7 +246,7 @@ TEST(TcpLaunchRendezvous, AnUnreachableMasterAddrFailsEveryRankWithinItsTimeout)
   LaunchJob job("collectives", 2, {0, 1},
                 {{"MASTER_ADDR", "192.0.2.1"},
                  {"MASTER_PORT", std::to_string(free_tcp_port())},
-                 {"LOOM_DIST_TIMEOUT_MS", "1000"}});
+                 {"LOOM_DIST_TIMEOUT", "1"}});
   for (const Exit& e : job.wait()) {
     EXPECT_TRUE(e.exited && e.code == kJoinFailed) << e.describe();
     EXPECT_NE(e.log.find("192.0.2.1"), std::string::npos) << e.describe();

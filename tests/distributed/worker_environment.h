@@ -40,7 +40,7 @@ inline int free_tcp_port() {
 inline bool is_launcher_variable(const std::string& name) {
   for (const char* v :
        {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-        "LOOM_DIST_TIMEOUT_MS", "LOOM_DIST_CHECK", "OMP_NUM_THREADS", "NCCL_COMM_BLOCKING"}) {
+        "LOOM_DIST_TIMEOUT", "LOOM_DIST_CHECK", "OMP_NUM_THREADS", "NCCL_COMM_BLOCKING"}) {
     if (name == v) return true;
   }
   for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "SLURM_"}) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,38 @@ TEST(FitRanksResume, MidEpochOnTwoRanksContinuesTheUninterruptedRun) {
   for (int rank = 0; rank < 2; ++rank) {
     RankResult joined = straight[rank];
     joined.own_losses.assign(straight[rank].own_losses.begin() + 6,
+                             straight[rank].own_losses.end());
+    expect_bit_identical(resumed[rank], joined, "rank " + std::to_string(rank));
+  }
+  fs::remove_all(dir);
+}
+
+// A preemption that one thread rank sees first (issue 38, what to build 4): the ranks compare
+// their flags after every step, so both stop after the same step, rank 0 writes that step's
+// checkpoint, and the resumed run continues the uninterrupted one bit for bit.
+TEST(FitRanksResume, APreemptionStopsEveryRankAtOneStepAndResumesBitIdentically) {
+  const std::string dir = testing::temp_dir("loom_ranks", "preempt");
+  RankRecipe r;
+  r.epochs = 3;
+  const std::vector<RankResult> straight = train_ranks(r, 2);
+  ASSERT_EQ(straight[0].own_losses.size(), 15u);
+
+  r.checkpoint = dir + "/run.ckpt";
+  r.preempt_at = 7;
+  const std::vector<RankResult> preempted = train_ranks(r, 2);
+  train::clear_preemption();
+  for (const RankResult& p : preempted) {
+    EXPECT_EQ(p.history.preempted_by, SIGTERM);
+    EXPECT_EQ(p.own_losses.size(), 7u);
+  }
+  ASSERT_EQ(io::read_checkpoint(r.checkpoint).state.global_step, 7);
+
+  r.preempt_at = -1;
+  r.resume = true;
+  const std::vector<RankResult> resumed = train_ranks(r, 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    RankResult joined = straight[rank];
+    joined.own_losses.assign(straight[rank].own_losses.begin() + 7,
                              straight[rank].own_losses.end());
     expect_bit_identical(resumed[rank], joined, "rank " + std::to_string(rank));
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -22,7 +23,8 @@ namespace loom::testing {
 // throwing, as a crash would (after the checkpoint callback before it has run).
 class StepLosses : public train::Callback {
  public:
-  explicit StepLosses(int64_t stop_after = -1) : stop_after_(stop_after) {}
+  explicit StepLosses(int64_t stop_after = -1, int64_t preempt_at = -1)
+      : stop_after_(stop_after), preempt_at_(preempt_at) {}
   void on_batch_end(train::TrainContext& ctx) override {
     const double loss = ctx.batch_loss.item<double>(), n = static_cast<double>(ctx.batch_size);
     own.push_back(static_cast<float>(loss));
@@ -33,12 +35,15 @@ class StepLosses : public train::Callback {
       global.push_back(s[0] / s[1]);
     }
     if (ctx.global_step == stop_after_) throw std::runtime_error("simulated crash");
+    // The last rank only, as a SIGTERM that one process of a job got first.
+    if (ctx.global_step == preempt_at_ && ctx.rank == ctx.world_size - 1)
+      train::request_preemption(SIGTERM);
   }
   std::vector<double> global;  // per step, over all ranks
   std::vector<float> own;      // per step, this rank's batch
 
  private:
-  int64_t stop_after_;
+  int64_t stop_after_, preempt_at_;
 };
 
 struct RankResult {
@@ -81,6 +86,7 @@ struct RankRecipe {
   std::string rank_files;   // a folder: each rank logs to files named by its rank there
   int64_t stop_after = -1;  // crash at this global step
   bool resume = false;      // continue from `checkpoint`
+  int64_t preempt_at = -1;  // the last rank asks for a preemption at this global step
 };
 
 // One rank's run (group null: alone). The model starts from a rank-dependent initialisation, so
@@ -125,7 +131,8 @@ inline RankResult train_rank(const RankRecipe& r, const dist::GroupPtr& group) {
     fit.callbacks.push_back(std::make_shared<train::CsvLogger>(stem + ".csv"));
     fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(stem + ".jsonl"));
   }
-  auto losses = std::make_shared<StepLosses>(r.stop_after);
+  fit.stop_on_preemption = r.preempt_at >= 0;
+  auto losses = std::make_shared<StepLosses>(r.stop_after, r.preempt_at);
   fit.callbacks.push_back(losses);
   if (r.resume) fit.resume = io::load_checkpoint(r.checkpoint, *model, optimizer);
   std::shared_ptr<nn::Module> trained = model;

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "resume_run.h"
 
@@ -68,6 +70,60 @@ TEST_F(Resume, RefusesALoaderWithOtherSeeds) {
   EXPECT_LOOM_ERROR(
       train::fit(*model, train::binary_cross_entropy_loss(), optimizer, loader, nullptr, fit),
       "loader seeds");
+}
+
+// SIGTERM and SIGUSR1 set the flag while a PreemptionScope lives (the process goes on), and the
+// previous handlers are back once it is gone.
+TEST(Preemption, TheScopeTurnsSignalsIntoTheFlagAndThenPutsTheHandlersBack) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &before), 0);
+  {
+    const train::PreemptionScope scope;
+    EXPECT_EQ(train::preemption_signal(), 0);
+    ASSERT_EQ(::raise(SIGUSR1), 0);
+    EXPECT_EQ(train::preemption_signal(), SIGUSR1);
+    ASSERT_EQ(::raise(SIGTERM), 0);
+    EXPECT_EQ(train::preemption_signal(), SIGTERM);
+    train::clear_preemption();
+  }
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
+// What a preemption does to fit (issue 38, what to build 4): the flag set during step 3 stops
+// the run right after it, on_preempted sees that step, on_train_end is not called, and the
+// history says which signal; without stop_on_preemption the flag changes nothing.
+TEST_F(Resume, APreemptionStopsFitAtTheNextStepBoundary) {
+  struct Recorder : train::Callback {
+    void on_batch_end(train::TrainContext& ctx) override {
+      if (ctx.global_step == 3) train::request_preemption(SIGTERM);
+    }
+    void on_preempted(train::TrainContext& ctx) override { preempted_at = ctx.global_step; }
+    void on_train_end(train::TrainContext& ctx) override { ended_at = ctx.global_step; }
+    int64_t preempted_at = -1, ended_at = -1;
+  };
+  for (const bool stop : {true, false}) {
+    testing::HalvesDataset train_set(16, 1);
+    auto model = testing::tiny_model(5);
+    optim::Adam optimizer(model->parameters());
+    data::DataLoaderOptions o;
+    o.batch_size = 4;
+    data::DataLoader loader(train_set, o);
+    train::FitOptions fit;
+    fit.out = nullptr;
+    fit.epochs = 2;
+    fit.stop_on_preemption = stop;
+    auto recorder = std::make_shared<Recorder>();
+    fit.callbacks.push_back(recorder);
+    const train::History h =
+        train::fit(*model, train::binary_cross_entropy_loss(), optimizer, loader, nullptr, fit);
+    train::clear_preemption();
+    EXPECT_EQ(h.preempted_by, stop ? SIGTERM : 0);
+    EXPECT_EQ(recorder->preempted_at, stop ? 3 : -1);
+    EXPECT_EQ(recorder->ended_at, stop ? -1 : 8);
+    EXPECT_EQ(h.epochs.size(), stop ? 0u : 2u);
+  }
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 //
 // Exit codes: 0 all as expected (collectives); 1 a wrong value; 2 bad usage; 3 failed with the
 // error the scenario expects; 4 failed otherwise; 5 succeeded where it should have failed;
-// 6 could not join the job. LOOM_DIST_TIMEOUT_MS sets the group's timeout (default 60000).
+// 6 could not join the job. LOOM_DIST_TIMEOUT (seconds) sets the group's timeout (default 60).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>

@@ -32,7 +32,7 @@
 //
 // Exit codes: 0 all as expected; 1 a wrong result; 2 bad usage; 3 failed with the error the
 // scenario expects; 4 failed otherwise; 5 succeeded where it should have failed; 6 could not
-// join the job. LOOM_DIST_TIMEOUT_MS sets the group's timeout (default 60000);
+// join the job. LOOM_DIST_TIMEOUT (seconds) sets the group's timeout (default 60);
 // LOOM_NCCL_FAULTY_RANK the rank that dies or faults in die-mid-replay and sticky-error (1).
 #include <cuda.h>
 

@@ -1,23 +1,20 @@
-// The group timeout a worker program takes from its test (LOOM_DIST_TIMEOUT_MS), shared by
-// dist_worker and nccl_worker.
+// The group timeout a worker program takes from its test: LOOM_DIST_TIMEOUT in seconds, read by
+// the library as loom-catdog and loom-scaling read it; shared by dist_worker and nccl_worker.
 #pragma once
+
+#include <loom/loom.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
 // Leaves *timeout as it is when the variable is unset; false (after saying why on stderr, as
-// `program`) when it is not a positive number of milliseconds.
+// `program`) when it is not a timeout.
 inline bool timeout_from_environment(const char* program, std::chrono::milliseconds* timeout) {
-  const char* v = std::getenv("LOOM_DIST_TIMEOUT_MS");
-  if (v == nullptr || *v == '\0') return true;
-  char* end = nullptr;
-  const long long ms = std::strtoll(v, &end, 10);
-  if (*end != '\0' || ms <= 0) {
-    std::fprintf(stderr, "%s: LOOM_DIST_TIMEOUT_MS='%s' is not a positive number of ms\n", program,
-                 v);
+  try {
+    *timeout = loom::dist::resolve_timeout("", "", *timeout);
+    return true;
+  } catch (const loom::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
     return false;
   }
-  *timeout = std::chrono::milliseconds(ms);
-  return true;
 }
