@@ -5,6 +5,10 @@
 
 #include "testing.h"
 
+#if LOOM_HAS_CUDA
+#include "loom/ops/cuda/cublas_library.h"
+#endif
+
 namespace loom {
 namespace {
 
@@ -24,10 +28,23 @@ const bool kCublasMappedAtStart = cublas_is_mapped();
 
 TEST(CublasLibrary, IsNotLoadedAtStartOrByCpuWork) {
   EXPECT_FALSE(kCublasMappedAtStart);
+  const bool mapped_before = cublas_is_mapped();  // another test of this process may have opened it
   const Tensor a = random_leaf({5, 7}, 1).detach(), b = random_leaf({7, 3}, 2).detach();
   EXPECT_EQ(matmul(a, b).shape(), (Shape{5, 3}));
-  EXPECT_FALSE(cublas_is_mapped());
+  EXPECT_EQ(cublas_is_mapped(), mapped_before);
 }
+
+#if LOOM_HAS_CUDA
+// Opening the library and finding every function needs no device (cuBLAS's own calls do).
+TEST(CublasLibrary, OpensAndBindsEveryFunctionWithoutADevice) {
+  const cuda::CublasLibrary& library = cuda::cublas();
+#define LOOM_EXPECT_BOUND(name, type) EXPECT_NE(library.name, nullptr) << #name;
+  LOOM_CUBLAS_FUNCTIONS(LOOM_EXPECT_BOUND)
+#undef LOOM_EXPECT_BOUND
+  EXPECT_GT(std::string(library.cublasGetStatusString(CUBLAS_STATUS_SUCCESS)).size(), 0u);
+  EXPECT_TRUE(cublas_is_mapped());
+}
+#endif
 
 TEST(CublasLibrary, TheFirstGpuProductLoadsItAndAgreesWithTheCpu) {
   LOOM_REQUIRE_CUDA();
