@@ -155,7 +155,7 @@ void run_ranks(const LaunchPlan& plan, const std::function<void(const dist::Grou
       return;
     }
     case LaunchPlan::How::Launcher:
-      fn(dist::init_from_environment(plan.device, plan.group, plan.backend));
+      dist::run_in_job(plan.device, fn, plan.group, plan.backend);
       return;
   }
 }

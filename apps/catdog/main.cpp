@@ -117,7 +117,9 @@ int main(int argc, char** argv) {
       ->check(kFinite)
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  train->add_option("--resume", t.resume, "a checkpoint to continue from");
+  train->add_option("--resume", t.resume,
+                    "a checkpoint to continue from, or 'auto': this run's own checkpoint when it "
+                    "exists (a requeued job), else a fresh start");
   train->add_option("--workers", t.workers, "data loader threads")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();

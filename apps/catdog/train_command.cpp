@@ -355,7 +355,23 @@ class DeviceWarmUp {
 
 }  // namespace
 
-int run_train(const TrainArgs& args) {
+// --resume auto: this run's own checkpoint when one exists (a requeued or restarted job), else a
+// fresh start, as Lightning's ckpt_path="last"; a scheduler's script can then always pass it.
+TrainArgs with_auto_resume(const TrainArgs& given) {
+  TrainArgs args = given;
+  if (args.resume != "auto") return args;
+  const std::string checkpoint = train_outputs(args).checkpoint;
+  std::error_code ec;
+  args.resume = std::filesystem::exists(checkpoint, ec) ? checkpoint : "";
+  std::cout << "loom-catdog: --resume auto: "
+            << (args.resume.empty() ? "no checkpoint at " + checkpoint + " yet, starting fresh"
+                                    : "continuing from " + checkpoint)
+            << std::endl;
+  return args;
+}
+
+int run_train(const TrainArgs& given) {
+  const TrainArgs args = with_auto_resume(given);
   check_train_args(args);
   // SIGTERM and SIGUSR1 (a scheduler's preemption) from here on stop training at a step
   // boundary with a checkpoint instead of killing the process mid-write.

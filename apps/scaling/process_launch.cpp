@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 extern char** environ;
@@ -38,9 +40,18 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// A new job's secret (LOOM_DIST_TOKEN): 128 random bits, so that no other process on the host
+// can take one of its ranks.
+std::string new_job_token() {
+  std::random_device random;
+  char token[33];
+  std::snprintf(token, sizeof token, "%08x%08x%08x%08x", random(), random(), random(), random());
+  return token;
+}
+
 // This process's environment without any launcher's variables (read_launch_environment reads
 // Open MPI's and Slurm's before RANK's), then rank r's.
-std::vector<std::string> rank_environment(int rank, int world, int port) {
+std::vector<std::string> rank_environment(int rank, int world, int port, const std::string& token) {
   static const char* const kDropped[] = {"OMPI_",
                                          "PMIX_",
                                          "SLURM_",
@@ -49,7 +60,8 @@ std::vector<std::string> rank_environment(int rank, int world, int port) {
                                          "LOCAL_RANK=",
                                          "LOCAL_WORLD_SIZE=",
                                          "MASTER_ADDR=",
-                                         "MASTER_PORT="};
+                                         "MASTER_PORT=",
+                                         "LOOM_DIST_TOKEN="};
   std::vector<std::string> env;
   bool has_omp = false;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -72,7 +84,8 @@ std::vector<std::string> rank_environment(int rank, int world, int port) {
         {"LOCAL_RANK", std::to_string(rank)},
         {"LOCAL_WORLD_SIZE", std::to_string(world)},
         {"MASTER_ADDR", "127.0.0.1"},
-        {"MASTER_PORT", std::to_string(port)}}) {
+        {"MASTER_PORT", std::to_string(port)},
+        {"LOOM_DIST_TOKEN", token}}) {
     env.push_back(std::string(name) + "=" + value);
   }
   return env;
@@ -100,6 +113,7 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
   LOOM_CHECK(!command.empty(), "loom-scaling: no program to start the rank processes with");
   std::remove(result_path.c_str());
   const int port = free_port();
+  const std::string token = new_job_token();
   std::vector<pid_t> pids(static_cast<size_t>(world), -1);
   auto kill_all = [&] {
     for (pid_t& pid : pids) {
@@ -112,7 +126,7 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
   for (int r = 0; r < world; ++r) {
     std::vector<std::string> args = command;
     args.insert(args.end(), {"--rank-world", std::to_string(world), "--rank-result", result_path});
-    std::vector<std::string> env = rank_environment(r, world, port);
+    std::vector<std::string> env = rank_environment(r, world, port, token);
     std::vector<char*> argv = c_strings(args), envp = c_strings(env);
     pid_t pid = -1;
     const int err = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
@@ -126,6 +140,9 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int running = world;
   while (running > 0) {
+    // Every rank that ended since the last look. A rank killed by a signal is the cause of the
+    // others' errors (they exit with a status once they hear of it), so it is named first.
+    std::vector<std::pair<int, int>> failed;  // rank, wait status
     for (int r = 0; r < world; ++r) {
       pid_t& pid = pids[static_cast<size_t>(r)];
       if (pid <= 0) continue;
@@ -133,11 +150,21 @@ std::string run_rank_processes(const std::vector<std::string>& command, int worl
       if (waitpid(pid, &status, WNOHANG) != pid) continue;
       pid = -1;
       --running;
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_all();
-        LOOM_FAIL("loom-scaling: rank ", r, " of ", world, " ", how_it_ended(status),
-                  "; the other ranks were stopped (its message is above)");
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed.emplace_back(r, status);
+    }
+    if (!failed.empty()) {
+      kill_all();
+      std::stable_sort(failed.begin(), failed.end(), [](const auto& a, const auto& b) {
+        return WIFSIGNALED(a.second) && !WIFSIGNALED(b.second);
+      });
+      std::string also;
+      for (size_t i = 1; i < failed.size(); ++i) {
+        also +=
+            detail::concat("; rank ", failed[i].first, " then ", how_it_ended(failed[i].second));
       }
+      LOOM_FAIL("loom-scaling: rank ", failed[0].first, " of ", world, " ",
+                how_it_ended(failed[0].second), also,
+                "; the other ranks were stopped (their messages are above)");
     }
     if (running > 0 && std::chrono::steady_clock::now() > deadline) {
       kill_all();

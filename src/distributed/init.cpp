@@ -191,4 +191,18 @@ GroupPtr init_from_environment(Device device, const GroupOptions& options, Backe
   LOOM_FAIL("init_from_environment: no backend chosen");
 }
 
+void run_in_job(Device device, const std::function<void(const GroupPtr&)>& fn,
+                const GroupOptions& options, Backend backend) {
+  GroupPtr group;
+  try {
+    group = init_from_environment(device, options, backend);
+    fn(group);
+  } catch (const std::exception& e) {
+    // A rank that could not join leaves the others waiting in theirs just the same.
+    if (group) group->abort(detail::concat(group->who(), " failed: ", e.what()));
+    end_mpi_job_at_exit();
+    throw;
+  }
+}
+
 }  // namespace loom::dist

@@ -85,6 +85,16 @@ int local_cuda_device(const LaunchEnvironment& env, int visible);
 GroupPtr init_from_environment(Device device = kCPU, const GroupOptions& options = {},
                                Backend backend = Backend::Auto);
 
+// Runs fn(group) as this process's rank of a launched job (init_from_environment's group), so
+// that one rank's failure ends the job instead of leaving the others waiting for it: an
+// exception leaving fn (or the join) aborts the group with "<who> failed: <what>", which the
+// other ranks' collectives fail with at once (TCP and NCCL processes: through the store; MPI:
+// through its notices), and is rethrown. Under MPI the process then ends with MPI_Abort at exit
+// rather than MPI_Finalize, which would wait for ranks that are not coming, so mpirun stops every
+// rank within about a second. What spawn does for thread ranks, for processes.
+void run_in_job(Device device, const std::function<void(const GroupPtr&)>& fn,
+                const GroupOptions& options = {}, Backend backend = Backend::Auto);
+
 // The backend init_from_environment joins `env`'s job with for `device`: `backend` unless it is
 // Auto, else as above (nccl, mpi, tcp, or threads for a world of one).
 Backend launch_backend(const LaunchEnvironment& env, Device device,

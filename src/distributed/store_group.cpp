@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <thread>
 
 #include "loom/distributed/reduce_buffers.h"
@@ -88,6 +89,11 @@ class StoreGroup final : public ProcessGroup {
   }
 
   ~StoreGroup() override {
+    // Destroyed while an exception leaves this rank: its peers would wait for its part of the
+    // next round until their timeout, so they are told now.
+    if (std::uncaught_exceptions() > 0) {
+      abort(detail::concat(who(), " left its group while an exception was thrown"));
+    }
     std::deque<Task> dropped;
     {
       std::lock_guard<std::mutex> lock(queue_mutex_);

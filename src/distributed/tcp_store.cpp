@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 
+#include "loom/distributed/launch.h"
 #include "loom/distributed/tcp_store_protocol.h"
 #include "loom/distributed/tcp_store_server.h"
 #include "loom/tensor/error.h"
@@ -76,9 +78,24 @@ int try_connect(const addrinfo& address, Clock::time_point deadline, std::string
 
 }  // namespace
 
+TcpStoreOptions TcpStoreOptions::from_environment() {
+  TcpStoreOptions options;
+  if (const char* token = std::getenv(kTokenEnv)) options.token = token;
+  if (const char* heartbeat = std::getenv(kHeartbeatEnv)) {
+    options.heartbeat_timeout = parse_timeout(heartbeat, kHeartbeatEnv);
+  }
+  return options;
+}
+
 TcpStore::TcpStore(std::string host, int port, int rank, int world_size,
-                   std::chrono::milliseconds timeout)
-    : host_(std::move(host)), port_(port), rank_(rank), world_size_(world_size), timeout_(timeout) {
+                   std::chrono::milliseconds timeout, const TcpStoreOptions& options)
+    : host_(std::move(host)),
+      port_(port),
+      rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      options_(options),
+      last_heard_(Clock::now()) {
   LOOM_CHECK(world_size >= 1, "TcpStore: the world size must be at least 1, got ", world_size);
   LOOM_CHECK(rank >= 0 && rank < world_size, "TcpStore: rank ", rank, " is outside [0, ",
              world_size, ")");
@@ -87,14 +104,22 @@ TcpStore::TcpStore(std::string host, int port, int rank, int world_size,
   LOOM_CHECK(port >= 0 && port <= 65535, "TcpStore: port ", port, " is outside [0, 65535]");
   LOOM_CHECK(port > 0 || rank == 0, "TcpStore: rank ", rank,
              " needs the server's port; only rank 0 may ask for port 0 (the system's pick)");
+  LOOM_CHECK(options.heartbeat_timeout.count() > 0,
+             "TcpStore: the heartbeat timeout must be positive, got ",
+             options.heartbeat_timeout.count(), " ms");
   const Clock::time_point deadline = Clock::now() + timeout;
   if (rank == 0) {
-    server_ = std::make_unique<tcp::StoreServer>(port, world_size);
+    server_ = std::make_unique<tcp::StoreServer>(port, world_size, options.token,
+                                                 options.heartbeat_timeout);
     port_ = server_->port();
   }
   connect_to_server(deadline);
+  last_heard_ = Clock::now();
   reader_ = std::thread([this] { read_replies(); });
   try {
+    // rank 0's server answers a hello at once: a program that accepts the connection and stays
+    // silent (another one holds MASTER_PORT) is named within the heartbeat, not the timeout.
+    const auto patience = std::min(timeout_, options_.heartbeat_timeout);
     const uint64_t id = new_request_id();
     request(id,
             tcp::FrameWriter()
@@ -102,8 +127,11 @@ TcpStore::TcpStore(std::string host, int port, int rank, int world_size,
                 .u64(id)
                 .u32(static_cast<uint32_t>(rank))
                 .u32(static_cast<uint32_t>(world_size))
+                .str(options_.token)
                 .frame("hello"),
-            false, "", timeout_, "joining");
+            false, "", patience,
+            detail::concat("joining (is the program at ", host_, ":", port_,
+                           " loom's store? its hello had no answer)"));
   } catch (...) {
     ::shutdown(fd_, SHUT_RDWR);
     reader_.join();
@@ -249,11 +277,59 @@ std::string TcpStore::request(uint64_t id, const std::string& frame, bool is_get
                              " ms: no rank set the key"));
 }
 
+std::string TcpStore::wait_readable() {
+  const auto tick = tcp::heartbeat_tick(options_.heartbeat_timeout);
+  for (;;) {
+    pollfd p{fd_, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(tick.count()));
+    if (n > 0) return "";  // readable, closed or broken: recv says which
+    if (n < 0 && errno != EINTR) return tcp::errno_text(errno);
+    const auto quiet = Clock::now() - last_heard_;
+    if (quiet >= options_.heartbeat_timeout) {
+      server_silent_ = true;
+      return detail::concat("the store server (rank 0, at ", host_, ":", port_,
+                            ") has not answered for ",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count(),
+                            " ms (heartbeat timeout ", options_.heartbeat_timeout.count(),
+                            " ms): rank 0 is stopped or frozen, or its host is unreachable");
+    }
+    if (quiet >= tick) {
+      // A ping asks for a reply, which is what the server's silence is measured by. Skipped
+      // while a request is being sent: that send is traffic too, and waiting for its lock here
+      // would keep this thread from noticing a server that stopped reading.
+      std::unique_lock<std::mutex> lock(write_mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        const std::string ping = tcp::FrameWriter().u8(op(tcp::Op::Ping)).u64(0).frame("ping");
+        const std::string error = tcp::send_all(fd_, ping.data(), ping.size());
+        if (!error.empty()) return "sending a heartbeat to the store server failed: " + error;
+      }
+    }
+  }
+}
+
+std::string TcpStore::receive(char* data, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    std::string why = wait_readable();
+    if (!why.empty()) return why;
+    const ssize_t n = ::recv(fd_, data + got, size - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      last_heard_ = Clock::now();
+    } else if (n == 0) {
+      return "closed";
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return tcp::errno_text(errno);
+    }
+  }
+  return "";
+}
+
 void TcpStore::read_replies() {
   std::string why;
   for (;;) {
     char header[4];
-    why = tcp::recv_all(fd_, header, sizeof header);
+    why = receive(header, sizeof header);
     if (!why.empty()) break;
     const uint32_t length = tcp::read_u32_le(header);
     if (length > tcp::kMaxFrame) {
@@ -261,7 +337,7 @@ void TcpStore::read_replies() {
       break;
     }
     std::string body(length, '\0');
-    why = tcp::recv_all(fd_, body.data(), length);
+    why = receive(body.data(), length);
     if (!why.empty()) break;
     try {
       tcp::FrameReader r(body.data(), body.size());
@@ -290,6 +366,9 @@ void TcpStore::read_replies() {
     } else if (why == "closed") {
       connection_failure_ = detail::concat("the store server (rank 0, at ", host_, ":", port_,
                                            ") closed the connection: rank 0 exited or was killed");
+    } else if (server_silent_) {
+      connection_failure_ = why;   // the heartbeat's verdict, which names the server
+      ::shutdown(fd_, SHUT_RDWR);  // a request blocked in send() to the frozen server ends too
     } else {
       connection_failure_ = "the connection to the store server broke: " + why;
     }

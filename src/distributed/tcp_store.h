@@ -2,6 +2,7 @@
 // also runs the server (tcp_store_server.h); every rank, rank 0 included, is its client. When
 // a rank's connection drops without a goodbye (its process died), every get() of every rank
 // fails at once naming it; when rank 0 dies, the others see its connection close and fail too.
+// A rank or a server that stops answering (SIGSTOP, a hung host) is noticed by the heartbeat.
 #pragma once
 
 #include <chrono>
@@ -22,13 +23,34 @@ namespace tcp {
 class StoreServer;
 }
 
+// What a job's ranks agree on besides the address: all of them must use the same values.
+struct TcpStoreOptions {
+  // The job's secret: the server refuses a hello that carries another (the job goes on), so a
+  // stray or hostile local process cannot take a rank. Empty: any process that reaches the port
+  // may join. Launchers make one per job (LOOM_DIST_TOKEN).
+  std::string token;
+  // How long either end may hear nothing from the other before it treats it as gone: the
+  // server fails the job naming a silent rank, a client fails naming the silent server. The
+  // client pings when idle, so a live process is never silent for long; a stopped or hung one
+  // is noticed within this time, whatever the group's (longer) timeout. LOOM_DIST_HEARTBEAT.
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(15);
+
+  // LOOM_DIST_TOKEN and LOOM_DIST_HEARTBEAT (seconds, as parse_timeout reads them), else the
+  // defaults above; throws naming the variable when a value is malformed.
+  static TcpStoreOptions from_environment();
+};
+constexpr const char* kTokenEnv = "LOOM_DIST_TOKEN";
+constexpr const char* kHeartbeatEnv = "LOOM_DIST_HEARTBEAT";
+
 class TcpStore : public Store {
  public:
   // Rank 0 first listens on 0.0.0.0:port (port 0: one the system picks; see port()). Every
   // rank then connects to host:port, retrying refusals until `timeout` (the other ranks may
   // start before rank 0), and throws loom::Error naming host, port, rank and timeout when it
-  // cannot. `timeout` also bounds the wait for every reply.
-  TcpStore(std::string host, int port, int rank, int world_size, std::chrono::milliseconds timeout);
+  // cannot. `timeout` also bounds the wait for every reply; the hello's reply must come within
+  // the heartbeat timeout (a program that accepts and stays silent is not rank 0's server).
+  TcpStore(std::string host, int port, int rank, int world_size, std::chrono::milliseconds timeout,
+           const TcpStoreOptions& options = TcpStoreOptions::from_environment());
   // Says goodbye (so leaving is not a failure); rank 0 then serves the others until they have
   // said theirs or dropped, at most `timeout` or 30 s, whichever is shorter.
   ~TcpStore() override;
@@ -63,6 +85,11 @@ class TcpStore : public Store {
   uint64_t new_request_id();
   void send_frame(const std::string& frame);
   void read_replies();
+  // Waits until the socket has bytes to read, pinging the server while it is quiet; returns ""
+  // or why the connection is over (the server silent for the whole heartbeat timeout).
+  std::string wait_readable();
+  // Receives exactly size bytes, as tcp::recv_all, but never waits past the heartbeat.
+  std::string receive(char* data, size_t size);
   // "TcpStore (rank 1 of 4, server 10.0.0.1:29500)", as errors name this store.
   std::string who() const;
 
@@ -70,6 +97,10 @@ class TcpStore : public Store {
   int port_;
   const int rank_, world_size_;
   const std::chrono::milliseconds timeout_;
+  const TcpStoreOptions options_;
+  // The reader thread's: when a byte last came from the server, and whether it went silent.
+  Clock::time_point last_heard_;
+  bool server_silent_ = false;
 
   std::unique_ptr<tcp::StoreServer> server_;  // rank 0 only
   int fd_ = -1;

@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -84,6 +85,22 @@ uint32_t read_u32_le(const char* p) {
   uint32_t v = 0;
   for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
   return v;
+}
+
+std::chrono::milliseconds heartbeat_tick(std::chrono::milliseconds heartbeat_timeout) {
+  return std::clamp<std::chrono::milliseconds>(heartbeat_timeout / 4, std::chrono::milliseconds(1),
+                                               std::chrono::seconds(1));
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+  // Every byte is compared whatever the first difference: a guesser timing the refusals learns
+  // nothing of how much of the secret it has right.
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    differ |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return differ == 0;
 }
 
 std::string errno_text(int err) {

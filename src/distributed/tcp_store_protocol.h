@@ -3,7 +3,9 @@
 // strings carry a 4-byte length, so both ends agree on any host.
 //
 //   client -> server: [op u8][request id u64][fields of the op]
-//     Hello   rank i32, world_size i32           reply Ok, or Error (a duplicate or bad rank)
+//     Hello   rank i32, world_size i32,          reply Ok, or Error: a wrong secret (the job
+//             secret str                         goes on), or a duplicate or bad rank or world
+//                                                size (the job fails: a rank it needs is lost)
 //     Set     key str, value str                 reply Ok
 //     Get     key str                            reply Ok with the value once it is set, or
 //                                                Failed with the reason once the job failed
@@ -11,9 +13,16 @@
 //     Add     key str, delta i64                 reply Ok with the new value (i64), or Error
 //     Erase   key str                            reply Ok
 //     Goodbye                                    reply Ok: the rank is leaving on purpose
+//     Ping                                       reply Ok: the heartbeat, both ways (below)
 //   server -> client: [kind u8][request id u64][status u8][payload str]
 //     Reply      the answer to request id
-//     JobFailed  (id 0) pushed to every client once a rank dropped without a goodbye
+//     JobFailed  (id 0) pushed to every client once a rank dropped without a goodbye, stopped
+//                answering, or was refused
+//
+// Heartbeat: a client pings when it has heard nothing for a quarter of the heartbeat timeout;
+// a client that hears nothing from the server, or a server that hears nothing from a rank, for
+// the whole heartbeat timeout treats the other end as gone (a SIGSTOPped or hung process keeps
+// its sockets open, so only silence tells).
 #pragma once
 
 #include <chrono>
@@ -23,7 +32,7 @@
 
 namespace loom::dist::tcp {
 
-enum class Op : uint8_t { Hello = 1, Set, Get, Cancel, Add, Erase, Goodbye };
+enum class Op : uint8_t { Hello = 1, Set, Get, Cancel, Add, Erase, Goodbye, Ping };
 enum class Kind : uint8_t { Reply = 1, JobFailed };
 enum class Status : uint8_t { Ok = 0, Failed, Error };
 
@@ -64,6 +73,13 @@ class FrameReader {
 };
 
 uint32_t read_u32_le(const char* p);
+
+// The pause between two heartbeat checks (and a client's ping when idle): a quarter of the
+// timeout, at most a second.
+std::chrono::milliseconds heartbeat_tick(std::chrono::milliseconds heartbeat_timeout);
+
+// Whether two job secrets are equal, in time that depends on their lengths only.
+bool same_secret(const std::string& a, const std::string& b);
 
 // strerror_r's text for err.
 std::string errno_text(int err);

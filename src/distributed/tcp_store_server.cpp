@@ -34,8 +34,11 @@ bool parse_int64(const std::string& s, int64_t* out) {
 
 }  // namespace
 
-StoreServer::StoreServer(int port, int world_size)
+StoreServer::StoreServer(int port, int world_size, std::string token,
+                         std::chrono::milliseconds heartbeat_timeout)
     : world_size_(world_size),
+      token_(std::move(token)),
+      heartbeat_timeout_(heartbeat_timeout),
       rank_connection_(world_size, 0),
       read_buffer_(kReadChunk),
       rank_gone_(world_size, false) {
@@ -107,7 +110,8 @@ void StoreServer::poll_once() {
     fds.push_back({c.fd, events, 0});
     ids.push_back(id);
   }
-  if (::poll(fds.data(), fds.size(), -1) < 0) {
+  const int tick_ms = static_cast<int>(heartbeat_tick(heartbeat_timeout_).count());
+  if (::poll(fds.data(), fds.size(), tick_ms) < 0) {
     if (errno == EINTR) return;
     LOOM_FAIL("poll failed: ", errno_text(errno));
   }
@@ -125,6 +129,7 @@ void StoreServer::poll_once() {
     if (revents & (POLLIN | POLLHUP | POLLERR)) read_from(it->second);
     if (!it->second.closed && (revents & POLLOUT)) write_to(it->second);
   }
+  check_heartbeats();
   for (auto it = connections_.begin(); it != connections_.end();) {
     it = it->second.closed ? connections_.erase(it) : std::next(it);
   }
@@ -143,6 +148,23 @@ void StoreServer::accept_all() {
     Connection& c = connections_[id];
     c.id = id;
     c.fd = fd;
+    c.last_heard = Clock::now();
+  }
+}
+
+void StoreServer::check_heartbeats() {
+  const Clock::time_point now = Clock::now();
+  for (auto& [id, c] : connections_) {
+    if (c.closed || c.said_goodbye || now - c.last_heard < heartbeat_timeout_) continue;
+    if (c.rank >= 0) {
+      // Named before the close, which would blame a disconnection: the first reason is kept.
+      fail_job(detail::concat(
+          "rank ", c.rank, " stopped answering the store: nothing heard from it for ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - c.last_heard).count(),
+          " ms (heartbeat timeout ", heartbeat_timeout_.count(),
+          " ms); its process is stopped or frozen, or its host is unreachable"));
+    }
+    close_connection(c);  // a connection that never said hello only holds a socket
   }
 }
 
@@ -151,6 +173,7 @@ void StoreServer::read_from(Connection& c) {
     const ssize_t n = ::recv(c.fd, read_buffer_.data(), read_buffer_.size(), MSG_DONTWAIT);
     if (n > 0) {
       c.in.append(read_buffer_.data(), static_cast<size_t>(n));
+      c.last_heard = Clock::now();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -227,9 +250,12 @@ void StoreServer::handle(Connection& c, const char* frame, size_t size) {
     case Op::Hello: {
       const auto rank = static_cast<int32_t>(r.u32());
       const auto world_size = static_cast<int32_t>(r.u32());
-      hello(c, request, rank, world_size);
+      hello(c, request, rank, world_size, r.str());
       return;
     }
+    case Op::Ping:
+      reply(c, request, ok, "");
+      return;
     case Op::Set: {
       std::string key = r.str();
       set_value(key, r.str());
@@ -285,22 +311,32 @@ void StoreServer::handle(Connection& c, const char* frame, size_t size) {
   LOOM_FAIL("unknown op ", static_cast<int>(op));
 }
 
-void StoreServer::hello(Connection& c, uint64_t request, int rank, int world_size) {
+void StoreServer::hello(Connection& c, uint64_t request, int rank, int world_size,
+                        const std::string& token) {
   const auto error = static_cast<uint8_t>(Status::Error);
-  if (world_size != world_size_) {
+  if (!same_secret(token, token_)) {
+    // Not this job's process: refused, and the job goes on without hearing of it.
     return reply(c, request, error,
-                 detail::concat("rank ", rank, " joined a job of ", world_size,
-                                " ranks, but rank 0 started the store for ", world_size_));
+                 detail::concat("the store refused rank ", rank, ": its job secret (",
+                                "LOOM_DIST_TOKEN) is not this job's"));
+  }
+  // A process of this job that cannot take its rank leaves the job one rank short: it fails now
+  // rather than at the group's timeout.
+  auto refuse = [&](const std::string& why) {
+    reply(c, request, error, why);
+    fail_job("a rank was refused by the store: " + why);
+  };
+  if (world_size != world_size_) {
+    return refuse(detail::concat("rank ", rank, " joined a job of ", world_size,
+                                 " ranks, but rank 0 started the store for ", world_size_));
   }
   if (rank < 0 || rank >= world_size_) {
-    return reply(c, request, error,
-                 detail::concat("rank ", rank, " is outside [0, ", world_size_, ")"));
+    return refuse(detail::concat("rank ", rank, " is outside [0, ", world_size_, ")"));
   }
   if (rank_connection_[rank] != 0) {
-    return reply(c, request, error,
-                 detail::concat("rank ", rank,
-                                " is already connected to the store: two "
-                                "processes were given the same rank"));
+    return refuse(detail::concat("rank ", rank,
+                                 " is already connected to the store: two "
+                                 "processes were given the same rank"));
   }
   c.rank = rank;
   rank_connection_[rank] = c.id;
@@ -367,6 +403,11 @@ void StoreServer::fail_job(const std::string& reason) {
                                  .frame("a failure");
   for (auto& entry : connections_) {
     if (entry.second.rank >= 0) send_frame(entry.second, notice);
+  }
+  // A rank that has not joined will only be told the job failed: rank 0's exit need not wait
+  // for its goodbye.
+  for (int rank = 0; rank < world_size_; ++rank) {
+    if (rank_connection_[rank] == 0) mark_gone(rank, true);
   }
 }
 

@@ -1,6 +1,7 @@
 // The server half of TcpStore, run by rank 0: one thread that poll()s the listening socket and
 // every client, holds the keys, answers blocking gets when their key is set, and fails the job
-// when a rank's connection drops without a goodbye.
+// when a rank's connection drops without a goodbye, when a rank stays silent for the heartbeat
+// timeout, or when a rank of the job is refused (a bad rank or world size).
 #pragma once
 
 #include <atomic>
@@ -18,9 +19,10 @@ namespace loom::dist::tcp {
 
 class StoreServer {
  public:
-  // Listens on 0.0.0.0:port (port 0: one the system picks) for a job of world_size ranks;
-  // throws loom::Error naming the port when it cannot.
-  StoreServer(int port, int world_size);
+  // Listens on 0.0.0.0:port (port 0: one the system picks) for a job of world_size ranks whose
+  // hellos carry `token` (TcpStoreOptions); throws loom::Error naming the port when it cannot.
+  StoreServer(int port, int world_size, std::string token,
+              std::chrono::milliseconds heartbeat_timeout);
   // Stops at once; call wait_for_goodbyes first to let the other ranks finish.
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
@@ -32,8 +34,10 @@ class StoreServer {
   void wait_for_goodbyes(std::chrono::milliseconds bound);
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Connection {
     uint64_t id = 0;
+    Clock::time_point last_heard;  // a byte came from it
     int fd = -1;
     int rank = -1;  // -1 until Hello
     bool said_goodbye = false;
@@ -53,7 +57,10 @@ class StoreServer {
   void read_from(Connection& c);
   void write_to(Connection& c);
   void handle(Connection& c, const char* frame, size_t size);
-  void hello(Connection& c, uint64_t request, int rank, int world_size);
+  void hello(Connection& c, uint64_t request, int rank, int world_size, const std::string& token);
+  // Fails the job naming each rank that has been silent for the heartbeat timeout, and closes
+  // connections that never said hello within it.
+  void check_heartbeats();
   void close_connection(Connection& c);
   void send_frame(Connection& c, const std::string& frame);
   void reply(Connection& c, uint64_t request, uint8_t status, const std::string& payload);
@@ -62,6 +69,8 @@ class StoreServer {
   void mark_gone(int rank, bool gone);
 
   const int world_size_;
+  const std::string token_;
+  const std::chrono::milliseconds heartbeat_timeout_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // a pipe: the destructor writes to it to end the poll
   int port_ = 0;

@@ -222,6 +222,40 @@ TEST(ScalingRankProcesses, OneRankFailingStopsTheOthersAndNamesIt) {
       << "rank 0 was not left to sleep";
 }
 
+TEST(ScalingRankProcesses, ARankKilledByASignalIsNamedAsTheCauseNotThePeerThatHeardOfIt) {
+  // Rank 1 dies of SIGKILL; rank 0, as a real rank does once its store tells it, exits 1 at
+  // once after (when rank 1 is a zombie or reaped), so that the launcher mostly finds both
+  // ended in one look, rank 0 first in rank order.
+  const std::string pid_file = fresh_dir("signal-pid").string();
+  const std::string script =
+      "p=" + pid_file +
+      "; if [ \"$RANK\" = 1 ]; then echo $$ > $p.tmp && mv $p.tmp $p; kill -KILL $$; fi; "
+      "until [ -s $p ] && { [ ! -e /proc/$(cat $p) ] || grep -q 'State:.*Z' /proc/$(cat "
+      "$p)/status; "
+      "}; do :; done; exit 1";
+  try {
+    scaling::run_rank_processes(shell_ranks(script), 2, (fresh_dir("signal") += ".json").string(),
+                                120);
+    ADD_FAILURE() << "a killed rank went unnoticed";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("rank 1 of 2 was killed by signal 9"), std::string::npos) << m;
+    EXPECT_EQ(m.find("rank 0 of 2 exited"), std::string::npos) << m;
+  }
+}
+
+TEST(ScalingRankProcesses, EachLaunchGivesItsRanksANewJobSecret) {
+  auto token_of_a_launch = [](const std::string& name) {
+    const std::string path = (fresh_dir(name) += ".json").string();
+    return scaling::run_rank_processes(
+        shell_ranks("[ \"$RANK\" = 0 ] && printf %s \"$LOOM_DIST_TOKEN\" > \"$4\"; exit 0"), 2,
+        path, 60);
+  };
+  const std::string first = token_of_a_launch("token1"), second = token_of_a_launch("token2");
+  EXPECT_EQ(first.size(), 32u) << first;
+  EXPECT_NE(first, second);
+}
+
 TEST(ScalingRankProcesses, AHangIsStoppedAtTheTimeout) {
   EXPECT_LOOM_ERROR(scaling::run_rank_processes(shell_ranks("exec sleep 60"), 2,
                                                 (fresh_dir("hang") += ".json").string(), 1),

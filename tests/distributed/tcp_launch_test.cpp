@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -113,13 +114,18 @@ class LaunchJob {
     for (const std::string& log : logs_) fs::remove(log);
   }
 
-  // Waits until every worker has ended, or kills those left at the hard deadline.
-  std::vector<Exit> wait() {
+  // Waits until every worker has ended, or kills those left at the hard deadline. The ranks in
+  // `frozen` (stopped on purpose) are not waited for: once the others have ended they are
+  // killed, and their Exit says SIGKILL.
+  std::vector<Exit> wait(const std::vector<int>& frozen = {}) {
     const Clock::time_point deadline = Clock::now() + kHardDeadline;
+    auto is_frozen = [&](size_t i) {
+      return std::find(frozen.begin(), frozen.end(), exits_[i].rank) != frozen.end();
+    };
     for (;;) {
       bool running = false;
       for (size_t i = 0; i < pids_.size(); ++i) {
-        if (reaped_[i]) continue;
+        if (reaped_[i] || is_frozen(i)) continue;
         int status = 0;
         if (::waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
           reaped_[i] = true;
@@ -130,7 +136,16 @@ class LaunchJob {
           running = true;
         }
       }
-      if (!running) break;
+      if (!running) {
+        for (size_t i = 0; i < pids_.size(); ++i) {
+          if (reaped_[i]) continue;
+          ::kill(pids_[i], SIGKILL);
+          ::waitpid(pids_[i], nullptr, 0);
+          reaped_[i] = true;
+          exits_[i].signal = SIGKILL;
+        }
+        break;
+      }
       if (Clock::now() >= deadline) {
         for (size_t i = 0; i < pids_.size(); ++i) {
           if (reaped_[i]) continue;
@@ -227,7 +242,82 @@ TEST_P(TcpLaunch, DifferentCollectivesFailOnEveryRank) {
   }
 }
 
+TEST_P(TcpLaunch, AnErrorOutsideACollectiveReachesEveryRank) {
+  const auto t0 = Clock::now();
+  LaunchJob job("fail-outside", GetParam(), all_ranks(GetParam()), on_loopback(free_tcp_port()));
+  for (const Exit& e : job.wait()) {
+    EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
+    EXPECT_NE(e.log.find("rank 1 ran out of disk"), std::string::npos) << e.describe();
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), kGroupTimeoutMs / 2000.0);
+}
+
+// A stopped process keeps its sockets open: only the heartbeat, 2 s here against a group
+// timeout of 20 s or more, tells the others.
+std::map<std::string, std::string> with_heartbeat(int port) {
+  auto vars = on_loopback(port);
+  vars["LOOM_DIST_HEARTBEAT"] = "2";
+  return vars;
+}
+
+TEST_P(TcpLaunch, AFrozenRankFailsTheOthersWithinTheHeartbeat) {
+  const auto t0 = Clock::now();
+  LaunchJob job("freeze-rank", GetParam(), all_ranks(GetParam()), with_heartbeat(free_tcp_port()));
+  for (const Exit& e : job.wait({1})) {
+    if (e.rank == 1) continue;  // stopped, then killed by the test
+    EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), kGroupTimeoutMs / 2000.0);
+}
+
+TEST_P(TcpLaunch, AFrozenStoreServerFailsTheOthersWithinTheHeartbeat) {
+  const auto t0 = Clock::now();
+  LaunchJob job("freeze-server", GetParam(), all_ranks(GetParam()),
+                with_heartbeat(free_tcp_port()));
+  for (const Exit& e : job.wait({0})) {
+    if (e.rank == 0) continue;
+    EXPECT_TRUE(e.exited && e.code == kFailedAsExpected) << e.describe();
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), kGroupTimeoutMs / 2000.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, TcpLaunch, ::testing::Values(2, 4));
+
+TEST(TcpLaunchRendezvous, ARankWithAnotherWorldSizeFailsTheJobAtOnce) {
+  const int port = free_tcp_port();
+  auto vars = on_loopback(port);
+  LaunchJob rank0("collectives", 2, {0}, vars);
+  vars["WORLD_SIZE"] = "3";  // a launcher's mistake
+  LaunchJob rank1("collectives", 3, {1}, vars);
+  const auto t0 = Clock::now();
+  const Exit refused = rank1.wait().at(0);
+  const Exit server = rank0.wait().at(0);
+  EXPECT_TRUE(refused.exited && refused.code == kJoinFailed) << refused.describe();
+  EXPECT_NE(refused.log.find("started the store for 2"), std::string::npos) << refused.describe();
+  EXPECT_TRUE(server.exited && server.code != 0) << server.describe();
+  EXPECT_NE(server.log.find("a rank was refused by the store"), std::string::npos)
+      << server.describe();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), kGroupTimeoutMs / 2000.0);
+}
+
+TEST(TcpLaunchRendezvous, AProcessWithoutTheJobSecretCannotTakeARank) {
+  const int port = free_tcp_port();
+  auto vars = on_loopback(port);
+  vars["LOOM_DIST_TOKEN"] = "secret-of-this-job";
+  auto stranger_vars = vars;
+  stranger_vars["LOOM_DIST_TOKEN"] = "a-guess";
+  LaunchJob rank0("collectives", 2, {0}, vars);
+  LaunchJob stranger("collectives", 2, {1}, stranger_vars);
+  const Exit refused = stranger.wait().at(0);
+  EXPECT_TRUE(refused.exited && refused.code == kJoinFailed) << refused.describe();
+  EXPECT_NE(refused.log.find("LOOM_DIST_TOKEN"), std::string::npos) << refused.describe();
+  // The job goes on: the real rank 1 joins and every collective is right.
+  LaunchJob rank1("collectives", 2, {1}, vars);
+  const Exit joined = rank1.wait().at(0);
+  const Exit server = rank0.wait().at(0);
+  EXPECT_TRUE(joined.exited && joined.code == 0) << joined.describe();
+  EXPECT_TRUE(server.exited && server.code == 0) << server.describe();
+}
 
 TEST(TcpLaunchRendezvous, WithoutRankZeroARankFailsToJoinWithinItsTimeout) {
   const int port = free_tcp_port();

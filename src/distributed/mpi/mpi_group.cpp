@@ -1,6 +1,8 @@
 // MpiGroup: the ProcessGroup side of the MPI backend; the worker (mpi_worker.h) does the MPI.
 #include "loom/distributed/mpi/mpi_group.h"
 
+#include <exception>
+
 #include "loom/distributed/mpi/mpi_runtime.h"
 #include "loom/distributed/mpi/mpi_worker.h"
 
@@ -20,7 +22,11 @@ class MpiGroup final : public ProcessGroup {
 
   ~MpiGroup() override {
     // Peers waiting in a collective this rank will never finish are told now, not at their
-    // deadline.
+    // deadline; a rank that leaves with an exception ends the job when it exits.
+    if (std::uncaught_exceptions() > 0) {
+      abort(detail::concat(who(), " left its group while an exception was thrown"));
+      mpi::mark_failing();
+    }
     const size_t pending = in_flight().size();
     if (pending > 0) {
       abort(detail::concat(who(), " was destroyed with ", pending, " collectives pending"));
@@ -42,6 +48,8 @@ class MpiGroup final : public ProcessGroup {
 };
 
 }  // namespace
+
+void end_mpi_job_at_exit() { mpi::mark_failing(); }
 
 GroupPtr make_mpi_group(const GroupOptions& options) {
   mpi::ensure_initialized();

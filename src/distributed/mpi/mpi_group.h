@@ -33,4 +33,11 @@ namespace loom::dist {
 // within options.timeout.
 GroupPtr make_mpi_group(const GroupOptions& options = {});
 
+// This process is leaving its job with an error: when it exits, loom ends the MPI job with
+// MPI_Abort (after a second for the other ranks to print their own errors) instead of
+// finalising, since MPI_Finalize waits for ranks that may be frozen or waiting on this one.
+// Does nothing when loom did not initialise MPI (or was built without it). run_in_job and a
+// group destroyed while an exception leaves its rank call it.
+void end_mpi_job_at_exit();
+
 }  // namespace loom::dist

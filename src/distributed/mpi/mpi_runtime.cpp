@@ -19,6 +19,7 @@ struct Runtime {
   std::vector<std::shared_ptr<const void>> kept;
   bool gave_up = false;
   bool finalized = false;  // by the exit handler
+  bool failing = false;    // end_mpi_job_at_exit: MPI_Abort, not MPI_Finalize
 };
 
 // Never destroyed: the exit handler and late group destructors use it after static destruction
@@ -42,6 +43,19 @@ const char* thread_level_name(int level) {
   return "an unknown thread level";
 }
 
+// Ends every rank of the job: mpirun kills the others once one calls MPI_Abort. The pause lets
+// the peers, which the failure's abort notice reached at once, print their own errors first.
+[[noreturn]] void abort_job() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::fprintf(stderr, "loom.dist: this rank failed; ending the MPI job (MPI_Abort)\n");
+  std::fflush(nullptr);
+  if (size > 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Not under call_mutex: a worker stuck inside MPI may hold it, and nothing runs after this.
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);  // MPI_Abort does not return; should it, the process still must not finalise
+}
+
 // Runs at exit when loom initialised MPI. MPI_Finalize must come after the last MPI call of
 // every thread, so each group's worker is stopped first. A worker stops within one MPI_Test
 // (none blocks), so a worker that does not stop in time is inside an MPI call that never
@@ -49,6 +63,12 @@ const char* thread_level_name(int level) {
 // process as having exited without finalising, which is true).
 void finalize_at_exit() {
   Runtime& r = runtime();
+  bool failing;
+  {
+    std::lock_guard<std::mutex> lock(r.state_mutex);
+    failing = r.failing;
+  }
+  if (failing) abort_job();
   std::vector<std::shared_ptr<ExitStoppable>> live;
   {
     // Not held while the workers stop: a stopping worker may keep_forever() its buffers.
@@ -151,6 +171,12 @@ void Backoff::pause() {
       std::chrono::steady_clock::now() - start_);
   std::this_thread::sleep_for(std::clamp<std::chrono::microseconds>(
       waited / 8, std::chrono::microseconds(10), std::chrono::milliseconds(1)));
+}
+
+void mark_failing() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.state_mutex);
+  r.failing = true;
 }
 
 bool exit_gave_up() {

@@ -56,6 +56,8 @@ class ExitStoppable {
   virtual bool wait_stopped(std::chrono::steady_clock::time_point deadline) = 0;
 };
 void register_worker(const std::shared_ptr<ExitStoppable>& worker);
+// The process is leaving with an error: the exit handler calls MPI_Abort instead of finalising.
+void mark_failing();
 // True once the exit handler found a worker that would not stop (stuck inside MPI): MPI was
 // then left unfinalised, and nothing may wait for such a worker any more.
 bool exit_gave_up();

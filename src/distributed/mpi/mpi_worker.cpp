@@ -1,6 +1,7 @@
 // The MPI group's worker thread: the communicator, the queue, and polling each collective.
 #include "loom/distributed/mpi/mpi_worker.h"
 
+#include <array>
 #include <cstdio>
 
 #include "loom/distributed/mpi/mpi_collective.h"
@@ -16,6 +17,26 @@ constexpr auto kJoinDeadline = std::chrono::seconds(10);
 
 void keep_tensor(const Tensor& t) {
   if (t.defined()) keep_forever(t.impl());
+}
+
+// FNV-1a over what every rank's call must agree on, so that equal calls give equal numbers.
+uint64_t fingerprint(const CollectiveInfo& info, const Tensor& input, const Tensor& output) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](int64_t v) {
+    for (int byte = 0; byte < 8; ++byte) {
+      h ^= static_cast<uint64_t>(v >> (8 * byte)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  const bool reduces = info.kind == OpKind::AllReduce || info.kind == OpKind::ReduceScatter;
+  mix(static_cast<int64_t>(info.kind));
+  mix(static_cast<int64_t>(info.sequence));
+  mix(reduces ? static_cast<int64_t>(info.reduce) : -1);
+  mix(info.kind == OpKind::Broadcast ? info.root : -1);
+  mix(info.kind == OpKind::Barrier ? -1 : static_cast<int64_t>(info.dtype));
+  mix(input.defined() ? input.numel() : -1);
+  mix(output.defined() ? output.numel() : -1);
+  return h;
 }
 
 }  // namespace
@@ -224,6 +245,7 @@ void Worker::serve(const Task& task) {
     task.work->mark_failed(abort_reason());
     return;
   }
+  if (!guard_matches(task)) return;
   MPI_Request request = MPI_REQUEST_NULL;
   try {
     std::lock_guard<std::mutex> calls(call_mutex());
@@ -234,40 +256,75 @@ void Worker::serve(const Task& task) {
     abort_group(detail::concat(info.describe(), " could not start: ", e.what()));
     return;
   }
+  if (!await(task, &request, nullptr)) return;
+  try {
+    finish(info, task.output, size_);
+    task.work->mark_completed();
+  } catch (const Error& e) {
+    task.work->mark_failed(e.what());
+  }
+}
+
+bool Worker::guard_matches(const Task& task) {
+  // One 16-byte all-reduce (max of the fingerprint and of its complement, whose complement is
+  // the minimum) before any rank hands MPI a buffer: ranks whose calls differ all learn it
+  // from the same answer, where MPI would write past the smaller buffer or mix unrelated data.
+  const CollectiveInfo& info = task.work->info();
+  const uint64_t mine = fingerprint(info, task.input, task.output);
+  auto guard = std::make_shared<std::array<uint64_t, 2>>(std::array<uint64_t, 2>{mine, ~mine});
+  MPI_Request request = MPI_REQUEST_NULL;
+  try {
+    std::lock_guard<std::mutex> calls(call_mutex());
+    LOOM_MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, guard->data(), 2, MPI_UINT64_T, MPI_MAX, comm_, &request));
+  } catch (const Error& e) {
+    task.work->mark_failed(e.what());
+    abort_group(detail::concat(info.describe(), " could not start its check: ", e.what()));
+    return false;
+  }
+  if (!await(task, &request, guard)) return false;
+  const uint64_t highest = (*guard)[0], lowest = ~(*guard)[1];
+  if (highest == lowest) return true;
+  const std::string reason = detail::concat(
+      "collectives differ across ranks: ", who_, " called ", info.describe(),
+      " while another rank called a different collective, size or sequence number (nothing "
+      "was sent; LOOM_DIST_CHECK=1 names every rank's call)");
+  task.work->mark_failed(reason);
+  abort_group(reason);
+  return false;
+}
+
+bool Worker::await(const Task& task, MPI_Request* request, std::shared_ptr<const void> scratch) {
+  const CollectiveInfo& info = task.work->info();
   std::string error;
-  switch (poll(&request, task.work->deadline(), true, error)) {
-    case Outcome::Done:
-      try {
-        finish(info, task.output, size_);
-        task.work->mark_completed();
-      } catch (const Error& e) {
-        task.work->mark_failed(e.what());
-      }
-      return;
+  const Outcome outcome = poll(request, task.work->deadline(), true, error);
+  if (outcome == Outcome::Done) return true;
+  abandon(task);
+  if (scratch) keep_forever(std::move(scratch));
+  switch (outcome) {
     case Outcome::Failed: {
-      abandon(task);
       const std::string reason = detail::concat(info.describe(), " failed in MPI: ", error);
       task.work->mark_failed(reason);
       abort_group(reason);
-      return;
+      break;
     }
     case Outcome::TimedOut: {
-      abandon(task);
       const std::string reason = detail::concat(
           info.describe(), " timed out waiting for the other ranks (the group's timeout passed)");
       task.work->mark_failed(reason);
       abort_group(reason);
-      return;
+      break;
     }
     case Outcome::Aborted:
-      abandon(task);
       task.work->mark_failed(abort_reason());
-      return;
+      break;
     case Outcome::Stopped:
-      abandon(task);
       task.work->mark_failed(stop_reason());
-      return;
+      break;
+    case Outcome::Done:
+      break;
   }
+  return false;
 }
 
 Worker::Outcome Worker::poll(MPI_Request* request, Clock::time_point deadline, bool listen,

@@ -74,6 +74,12 @@ class Worker final : public ExitStoppable {
   void run();
   bool set_up();
   void serve(const Task& task);
+  // The always-on check that every rank runs the same collective (kind, dtype, sizes, root,
+  // reduction, sequence number): false, with the task failed and the group aborted, if not.
+  bool guard_matches(const Task& task);
+  // Polls one request of task's collective; on any end but completion, fails the task (aborting
+  // the group on a timeout or MPI error), keeps its buffers and `scratch`, and returns false.
+  bool await(const Task& task, MPI_Request* request, std::shared_ptr<const void> scratch);
   // Polls `request` (and the abort notice when `listen`) until it completes or gives up;
   // Failed leaves MPI's message in `error`.
   Outcome poll(MPI_Request* request, Clock::time_point deadline, bool listen, std::string& error);
