@@ -5,7 +5,8 @@
 # by `srun -n 2` and by an sbatch job of deploy/slurm/loom.sbatch (--gpus-per-task 1), each
 # checked against `--world-size 2` in one process: the same loss at every step and the same
 # metrics every epoch. Also: each rank of the recipe finds its rank, its own GPU and the
-# rendezvous, and a rank killed mid-epoch ends the other with loom's error. Every daemon it
+# rendezvous, a rank killed mid-epoch ends the other with loom's error, and a job of the recipe
+# preempted by SIGUSR1 requeues itself and resumes to the uninterrupted run's losses. Every daemon it
 # started is stopped when it ends, passed or failed. ctest -L cluster runs it (tests/cluster).
 #   scripts/slurm-local.sh [--build DIR] [--work DIR] [--fail-job] [--shell]
 #     --build DIR  a build with apps/catdog/loom-catdog and tests/cluster_tool (default: build)
@@ -311,9 +312,10 @@ losses() {
 }
 # The reference's steps and losses, every number of its metrics CSV equal to 1e-6 relative, and
 # a header that names the launch.
-same_training() {  # NAME OUT METRICS
-  local name=$1 out=$2 metrics=$3
-  [ "$(losses "$runs/threads.out" | wc -l)" -eq 12 ] || fail "the reference printed no 12 losses: $runs/threads.out"
+same_training() {  # NAME OUT METRICS [REFERENCE EPOCHS]: REFERENCE.out, .metrics.csv in $runs
+  local name=$1 out=$2 metrics=$3 reference=$runs/${4:-threads} epochs=${5:-2}
+  [ "$(losses "$reference.out" | wc -l)" -eq $((6 * epochs)) ] ||
+    fail "the reference printed no $((6 * epochs)) losses: $reference.out"
   awk -v name="$name" '
        NR == FNR { want[$1] = $2; n++; next }
        { if (!($1 in want)) { print name ": step " $1 " is not in the reference"; bad = 1; next }
@@ -323,10 +325,10 @@ same_training() {  # NAME OUT METRICS
          if (d > 1e-6 * m) { print name ": step " $1 " loss " $2 ", the reference " want[$1]; bad = 1 }
          seen++ }
        END { if (seen != n) { print name ": " seen + 0 " steps, the reference " n; bad = 1 }
-             exit bad }' <(losses "$runs/threads.out") <(losses "$out") ||
+             exit bad }' <(losses "$reference.out") <(losses "$out") ||
     fail "$name did not train as --world-size 2 did ($out)"
   [ -f "$metrics" ] || fail "$name wrote no $metrics"
-  paste -d, "$runs/threads.metrics.csv" "$metrics" | awk -F, -v name="$name" '
+  paste -d, "$reference.metrics.csv" "$metrics" | awk -F, -v name="$name" -v epochs="$epochs" '
        NR == 1 { n = NF / 2; next }
        { for (i = 1; i <= n; i++) {
            d = $i - $(i + n); m = $i
@@ -334,7 +336,7 @@ same_training() {  # NAME OUT METRICS
            if (m < 0) m = -m
            if (d > 1e-6 * m + 1e-12) { print name ": metrics row " NR - 1 " column " i ": " $(i + n) ", the reference " $i; bad = 1 } }
          rows++ }
-       END { if (rows != 2) { print name ": " rows + 0 " metrics rows, not 2"; bad = 1 }
+       END { if (rows != epochs) { print name ": " rows + 0 " metrics rows, not " epochs; bad = 1 }
              exit bad }' || fail "$name's metrics differ from --world-size 2's"
   grep -q "world size 2 (launched, tcp), batch 4 per rank, 8 global" "$out" ||
     fail "$name's header does not say 'world size 2 (launched, tcp)': $(grep -m 1 '^loom-catdog: data' "$out")"
@@ -390,7 +392,8 @@ batch() {  # SECONDS JOB_ARGS...
 
 # The recipe itself: sbatch of deploy/slurm/loom.sbatch on 1 node x 2 stand-in GPUs, first what
 # each rank discovers (cluster_tool env), then the training.
-recipe=(--nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=2 "$here/deploy/slurm/loom.sbatch")
+# --signal: the recipe's SIGUSR1 comes 300 s before the limit, before these 2-minute jobs start.
+recipe=(--nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=2 --signal=USR1@5 "$here/deploy/slurm/loom.sbatch")
 batch 45 --job-name=loom-env --output="$runs/env.out" "${recipe[@]}" "$tool" env --visible-gpus 1 ||
   fail "job $job, the recipe's rank discovery, failed: $(cat "$runs/env.out" 2> /dev/null)"
 port=$((20000 + job % 20000))
@@ -405,4 +408,43 @@ batch 60 --job-name=loom-train --output="$runs/sbatch.out" "${recipe[@]}" "$catd
   fail "job $job, sbatch of loom-catdog train, failed: $(tail -n 5 "$runs/sbatch.out" 2> /dev/null)"
 same_training "sbatch" "$runs/sbatch.out" "$runs/sbatch.metrics.csv"
 say "sbatch deploy/slurm/loom.sbatch loom-catdog train: losses and metrics as --world-size 2 ($(elapsed))"
+
+# Preemption: a 10-epoch job of the recipe gets SIGUSR1, as Slurm's --signal sends it ahead of
+# the time limit, once rank 0 has printed step 3. The ranks stop at one step boundary, rank 0
+# checkpoints, they exit 143 and the script requeues the job; its second run continues from the
+# checkpoint (--resume auto) and must train as an uninterrupted run does.
+train_on "$work/data" 10
+bounded 60 "$catdog" "${train[@]}" --world-size 2 --out "$runs/long.st" > "$runs/long.out" 2>&1 ||
+  fail "loom-catdog --world-size 2 --epochs 10 failed: $(tail -n 5 "$runs/long.out")"
+preempted=$runs/preempt.out
+job=$(LOOM_SLURM_LOCAL=$work sbatch --parsable --job-name=loom-preempt --output="$preempted" \
+        "${recipe[@]}" "$catdog" "${train[@]}" --out "$runs/preempt.st" --resume auto) ||
+  fail "sbatch of the preemption job was refused"
+job=${job%%;*}
+for _ in $(seq 600); do grep -q '^step 3 ' "$preempted" 2> /dev/null && break; sleep 0.05; done
+grep -q '^step 3 ' "$preempted" || fail "the preemption job never printed step 3: $(tail -n 5 "$preempted")"
+scancel --signal=USR1 "$job" || fail "scancel --signal=USR1 $job failed"
+# Requeued, the job is pending again, its start held back by Slurm (Reason=BeginTime, about two
+# minutes here): released at once, as an administrator may, so that the check takes seconds.
+state="" restarts=0
+for _ in $(seq $(((deadline - SECONDS) * 5))); do
+  info=$(scontrol show job -o "$job" 2> /dev/null)
+  state=$(sed -n 's/.* JobState=\([A-Z_]*\) .*/\1/p' <<< "$info")
+  restarts=$(sed -n 's/.* Restarts=\([0-9]*\) .*/\1/p' <<< "$info")
+  [ "$state" = PENDING ] && [ "${restarts:-0}" -ge 1 ] && scontrol update jobid="$job" StartTime=now 2> /dev/null
+  case "$state" in
+    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE) break ;;
+  esac
+  sleep 0.2
+done
+[ "$state" = COMPLETED ] || fail "the preempted job $job ended $state, not COMPLETED: $(tail -n 8 "$preempted")"
+[ "${restarts:-0}" -eq 1 ] || fail "the preempted job $job ran $((${restarts:-0} + 1)) times, not twice"
+grep -q "preempted by SIGUSR1" "$preempted" || fail "no rank said it was preempted: $(tail -n 8 "$preempted")"
+grep -q "requeueing job $job" "$preempted" || fail "the script did not requeue the job: $(tail -n 8 "$preempted")"
+grep -q -- "--resume auto: continuing from $runs/preempt.st.ckpt" "$preempted" ||
+  fail "the requeued run did not continue from the checkpoint: $(grep -m 2 'resume auto' "$preempted")"
+[ -z "$(find "$runs" -name 'preempt.st*.tmp*' -o -name 'preempt.st*.lock')" ] ||
+  fail "the preemption left temporaries or locks: $(find "$runs" -name 'preempt.st*')"
+same_training "the preempted and requeued job" "$preempted" "$runs/preempt.metrics.csv" long 10
+say "sbatch job preempted (SIGUSR1) at step $(grep -c '^step ' <(sed -n '1,/requeueing/p' "$preempted")), requeued, resumed: losses and metrics as an uninterrupted run ($(elapsed))"
 say "passed in $(elapsed)"
