@@ -23,13 +23,12 @@ int run_export(const ExportArgs& args) {
   const Shape example{prep.channels, prep.height, prep.width};
   io::export_onnx(*loaded.model, example, args.onnx, options);
   std::cout << "loom-catdog: exported " << args.model << " (" << loaded.model->num_parameters()
-            << " parameters) to " << args.onnx << ": ONNX opset " << io::kOnnxOpset
-            << ", input \"" << options.input_name << "\" [N, " << prep.channels << ", "
-            << prep.height << ", " << prep.width << "] float32 (RGB scaled to [0, 1]"
+            << " parameters) to " << args.onnx << ": ONNX opset " << io::kOnnxOpset << ", input \""
+            << options.input_name << "\" [N, " << prep.channels << ", " << prep.height << ", "
+            << prep.width << "] float32 (RGB scaled to [0, 1]"
             << (prep.mean.empty() ? "" : ", then normalised") << "), output \""
-            << options.output_name << "\" "
-            << (args.probabilities ? "probabilities" : "logits") << " of "
-            << prep.class_names.size() << " classes\n";
+            << options.output_name << "\" " << (args.probabilities ? "probabilities" : "logits")
+            << " of " << prep.class_names.size() << " classes\n";
   return 0;
 }
 

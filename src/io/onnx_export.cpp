@@ -33,16 +33,15 @@ namespace {
 namespace pb {
 constexpr int kModelIrVersion = 1, kModelProducerName = 2, kModelProducerVersion = 3,
               kModelGraph = 7, kModelOpsetImport = 8, kModelMetadataProps = 14;
-constexpr int kOpsetIdVersion = 2;                    // OperatorSetIdProto (domain 1: "")
-constexpr int kEntryKey = 1, kEntryValue = 2;         // StringStringEntryProto
+constexpr int kOpsetIdVersion = 2;             // OperatorSetIdProto (domain 1: "")
+constexpr int kEntryKey = 1, kEntryValue = 2;  // StringStringEntryProto
 constexpr int kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraphInput = 11,
               kGraphOutput = 12;
-constexpr int kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4,
-              kNodeAttribute = 5;
+constexpr int kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5;
 constexpr int kAttrName = 1, kAttrF = 2, kAttrI = 3, kAttrS = 4, kAttrInts = 8, kAttrType = 20;
 constexpr int kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9;
 constexpr int kValueInfoName = 1, kValueInfoType = 2;
-constexpr int kTypeTensorType = 1;                    // TypeProto
+constexpr int kTypeTensorType = 1;                            // TypeProto
 constexpr int kTensorTypeElemType = 1, kTensorTypeShape = 2;  // TypeProto.Tensor
 constexpr int kShapeDim = 1, kDimValue = 1, kDimParam = 2;    // TensorShapeProto(.Dimension)
 // AttributeProto.AttributeType and TensorProto.DataType.
@@ -59,7 +58,9 @@ struct Attribute {
   std::vector<int64_t> ints;
 };
 
-Attribute int_attr(const std::string& name, int64_t v) { return {name, pb::kTypeInt, 0, v, {}, {}}; }
+Attribute int_attr(const std::string& name, int64_t v) {
+  return {name, pb::kTypeInt, 0, v, {}, {}};
+}
 Attribute float_attr(const std::string& name, double v) {
   return {name, pb::kTypeFloat, static_cast<float>(v), 0, {}, {}};
 }
@@ -87,8 +88,8 @@ class GraphBuilder {
   }
 
   // One node, named after the layer's path; its one output is a value of the same name.
-  std::string node(const std::string& op, const std::string& name,
-                   std::vector<std::string> inputs, std::vector<Attribute> attributes = {}) {
+  std::string node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
+                   std::vector<Attribute> attributes = {}) {
     const std::string out = unique(name.empty() ? op : name);
     nodes.push_back({op, out, std::move(inputs), {out}, std::move(attributes)});
     return out;
@@ -134,7 +135,9 @@ std::string join_path(const std::string& path, const std::string& name) {
   return path.empty() ? name : path + "." + name;
 }
 
-std::array<int64_t, 2> pair_of(const nlohmann::json& j) { return {j[0].get<int64_t>(), j[1].get<int64_t>()}; }
+std::array<int64_t, 2> pair_of(const nlohmann::json& j) {
+  return {j[0].get<int64_t>(), j[1].get<int64_t>()};
+}
 
 Value emit(GraphBuilder& g, nn::Module& m, const std::string& path, const Value& in);
 
@@ -159,12 +162,13 @@ Value emit_conv(GraphBuilder& g, nn::Conv2d& conv, const std::string& path, cons
   }
   std::vector<std::string> inputs{in.name,
                                   g.float_initializer(join_path(path, "weight"), conv.weight)};
-  if (conv.bias.defined()) inputs.push_back(g.float_initializer(join_path(path, "bias"), conv.bias));
-  const std::string out = g.node("Conv", path, inputs,
-                                 {ints_attr("kernel_shape", {kernel[0], kernel[1]}),
-                                  ints_attr("strides", {stride[0], stride[1]}),
-                                  ints_attr("dilations", {dilation[0], dilation[1]}),
-                                  ints_attr("pads", pads)});
+  if (conv.bias.defined())
+    inputs.push_back(g.float_initializer(join_path(path, "bias"), conv.bias));
+  const std::string out =
+      g.node("Conv", path, inputs,
+             {ints_attr("kernel_shape", {kernel[0], kernel[1]}),
+              ints_attr("strides", {stride[0], stride[1]}),
+              ints_attr("dilations", {dilation[0], dilation[1]}), ints_attr("pads", pads)});
   return {out, conv.forward(in.sample)};
 }
 
@@ -180,8 +184,8 @@ Value emit_linear(GraphBuilder& g, nn::Linear& linear, const std::string& path, 
   }
   // x [N, ..., in] @ W^T [in, out] (+ b): MatMul broadcasts over the leading dimensions.
   const std::string wt = g.float_initializer(join_path(path, "weight_t"), linear.weight.t());
-  std::string out = g.node("MatMul", linear.bias.defined() ? join_path(path, "matmul") : path,
-                           {in.name, wt});
+  std::string out =
+      g.node("MatMul", linear.bias.defined() ? join_path(path, "matmul") : path, {in.name, wt});
   if (linear.bias.defined()) {
     out = g.node("Add", path, {out, g.float_initializer(join_path(path, "bias"), linear.bias)});
   }
@@ -209,9 +213,10 @@ Value emit_pool(GraphBuilder& g, nn::Module& pool, const std::string& op, const 
   const auto kernel = pair_of(c["kernel"]), padding = pair_of(c["padding"]);
   auto stride = pair_of(c["stride"]);
   for (int a = 0; a < 2; ++a) stride[a] = stride[a] == 0 ? kernel[a] : stride[a];
-  std::vector<Attribute> attributes{ints_attr("kernel_shape", {kernel[0], kernel[1]}),
-                                    ints_attr("strides", {stride[0], stride[1]}),
-                                    ints_attr("pads", {padding[0], padding[1], padding[0], padding[1]})};
+  std::vector<Attribute> attributes{
+      ints_attr("kernel_shape", {kernel[0], kernel[1]}),
+      ints_attr("strides", {stride[0], stride[1]}),
+      ints_attr("pads", {padding[0], padding[1], padding[0], padding[1]})};
   if (c.contains("count_include_pad")) {
     attributes.push_back(int_attr("count_include_pad", c["count_include_pad"].get<bool>() ? 1 : 0));
   }
@@ -225,9 +230,8 @@ Value emit_flatten(GraphBuilder& g, nn::Flatten& flatten, const std::string& pat
   int64_t start = c["start_dim"].get<int64_t>(), end = c["end_dim"].get<int64_t>();
   start = start < 0 ? start + rank : start;
   end = end < 0 ? end + rank : end;
-  LOOM_CHECK(start >= 1, "export_onnx: ", path.empty() ? "Flatten" : path,
-             " (Flatten from dim ", start,
-             ") merges the batch dimension, which the ONNX graph leaves free");
+  LOOM_CHECK(start >= 1, "export_onnx: ", path.empty() ? "Flatten" : path, " (Flatten from dim ",
+             start, ") merges the batch dimension, which the ONNX graph leaves free");
   const Tensor out_sample = flatten.forward(in.sample);
   if (start == 1 && end == rank - 1) {
     return {g.node("Flatten", path, {in.name}, {int_attr("axis", 1)}), out_sample};
@@ -250,9 +254,9 @@ Value emit_basic_block(GraphBuilder& g, nn::BasicBlock& block, const std::string
   x = {g.node("Relu", join_path(path, "relu1"), {x.name}), relu(x.sample)};
   x = emit(g, *child["conv2"], join_path(path, "conv2"), x);
   x = emit(g, *child["bn2"], join_path(path, "bn2"), x);
-  const Value shortcut =
-      child.count("downsample") ? emit(g, *child["downsample"], join_path(path, "downsample"), in)
-                                : in;
+  const Value shortcut = child.count("downsample")
+                             ? emit(g, *child["downsample"], join_path(path, "downsample"), in)
+                             : in;
   const std::string sum = g.node("Add", join_path(path, "add"), {x.name, shortcut.name});
   return {g.node("Relu", join_path(path, "relu2"), {sum}), block.forward(in.sample)};
 }
@@ -261,7 +265,8 @@ Value emit_basic_block(GraphBuilder& g, nn::BasicBlock& block, const std::string
 Value emit(GraphBuilder& g, nn::Module& m, const std::string& path, const Value& in) {
   if (auto* seq = dynamic_cast<nn::Sequential*>(&m)) {
     Value x = in;
-    for (const auto& [name, child] : seq->named_children()) x = emit(g, *child, join_path(path, name), x);
+    for (const auto& [name, child] : seq->named_children())
+      x = emit(g, *child, join_path(path, name), x);
     return x;
   }
   if (auto* conv = dynamic_cast<nn::Conv2d*>(&m)) return emit_conv(g, *conv, path, in);

@@ -73,8 +73,9 @@ nn::NamedTensors strip_torch_wrappers(const nn::NamedTensors& torch_state) {
         }
       }
     }
-    LOOM_CHECK(!out.contains(stripped), "PyTorch import: \"", name, "\" and another tensor are both \"",
-               stripped, "\" without their wrapper prefix (module., _orig_mod.)");
+    LOOM_CHECK(!out.contains(stripped), "PyTorch import: \"", name,
+               "\" and another tensor are both \"", stripped,
+               "\" without their wrapper prefix (module., _orig_mod.)");
     out.insert(stripped, tensor);
   }
   return out;
@@ -84,8 +85,9 @@ TorchImport import_torch_state_dict(const std::string& model, const nn::NamedTen
   build_zoo_model(model, 1);  // an unknown model is named before the file's contents
   const nn::NamedTensors state = strip_torch_wrappers(torch_state);
   const std::string head = torch_head_name(model);
-  LOOM_CHECK(state.contains(head), "PyTorch import: no \"", head, "\" (the head Linear's weight of a ",
-             model, ") among the file's ", state.size(), " tensors: ", some_names(state.keys()));
+  LOOM_CHECK(state.contains(head), "PyTorch import: no \"", head,
+             "\" (the head Linear's weight of a ", model, ") among the file's ", state.size(),
+             " tensors: ", some_names(state.keys()));
   const Shape head_shape = state.at(head).shape();
   LOOM_CHECK(head_shape.size() == 2 && head_shape[0] >= 1, "PyTorch import: ", head,
              " should be [outputs, features], got ", shape_str(head_shape));

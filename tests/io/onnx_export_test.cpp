@@ -3,7 +3,6 @@
 // initializers holding the weights' exact bytes; layers with no ONNX export refused naming them.
 // onnxruntime running the file is tests/reference/onnx_export.py.
 #include <gtest/gtest.h>
-
 #include <loom/loom.h>
 
 #include <cstring>
@@ -133,7 +132,8 @@ OnnxView onnx_view(const std::string& bytes) {
 
 std::vector<int64_t> attr_ints(const OnnxNodeView& n, const std::string& name) {
   std::vector<int64_t> out;
-  for (const PbField& f : pb_all(n.attributes.at(name), 8)) out.push_back(static_cast<int64_t>(f.number));
+  for (const PbField& f : pb_all(n.attributes.at(name), 8))
+    out.push_back(static_cast<int64_t>(f.number));
   return out;
 }
 
@@ -153,7 +153,8 @@ TEST(OnnxExport, SeedCnnDecodesToItsGraphAndWeights) {
   EXPECT_EQ(v.output_dims, (std::vector<std::string>{"N", "1"}));
   // The chain: each node reads the previous one's output; the last writes "output".
   EXPECT_EQ(v.nodes[0].inputs, (std::vector<std::string>{"input", "0.weight", "0.bias"}));
-  for (size_t i = 1; i < v.nodes.size(); ++i) EXPECT_EQ(v.nodes[i].inputs[0], v.nodes[i - 1].outputs[0]);
+  for (size_t i = 1; i < v.nodes.size(); ++i)
+    EXPECT_EQ(v.nodes[i].inputs[0], v.nodes[i - 1].outputs[0]);
   EXPECT_EQ(v.nodes.back().outputs, (std::vector<std::string>{"output"}));
   EXPECT_EQ(attr_ints(v.nodes[0], "strides"), (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(attr_ints(v.nodes[0], "kernel_shape"), (std::vector<int64_t>{3, 3}));
@@ -171,7 +172,8 @@ TEST(OnnxExport, SeedCnnDecodesToItsGraphAndWeights) {
     EXPECT_EQ(pb_one(init, 2).number, 1u) << name;
     const std::vector<float> values = t.to_vector<float>();
     ASSERT_EQ(pb_one(init, 9).bytes.size(), values.size() * 4) << name;
-    EXPECT_EQ(std::memcmp(pb_one(init, 9).bytes.data(), values.data(), values.size() * 4), 0) << name;
+    EXPECT_EQ(std::memcmp(pb_one(init, 9).bytes.data(), values.data(), values.size() * 4), 0)
+        << name;
   }
 }
 
@@ -273,7 +275,8 @@ std::string onnx_error_of(const std::function<void()>& f) {
 
 TEST(OnnxExport, WhatCannotBeExportedIsRefusedNamingIt) {
   auto model = std::make_shared<nn::Sequential>();
-  model->add("features", std::make_shared<nn::Linear>(4, 4)).add("odd", std::make_shared<Doubling>());
+  model->add("features", std::make_shared<nn::Linear>(4, 4))
+      .add("odd", std::make_shared<Doubling>());
   const std::string path = ::testing::TempDir() + "onnx_refused_" + std::to_string(::getpid());
   std::string e = onnx_error_of([&] { io::export_onnx(*model, {4}, path); });
   EXPECT_NE(e.find("layer \"odd\" is a Doubling"), std::string::npos) << e;
@@ -297,7 +300,8 @@ TEST(OnnxExport, WhatCannotBeExportedIsRefusedNamingIt) {
 TEST(OnnxExport, TheFileIsTheBytes) {
   Generator gen(3);
   auto model = nn::classic_cnn(2, nn::Init::PyTorch, &gen);
-  const std::string path = ::testing::TempDir() + "onnx_file_" + std::to_string(::getpid()) + ".onnx";
+  const std::string path =
+      ::testing::TempDir() + "onnx_file_" + std::to_string(::getpid()) + ".onnx";
   io::export_onnx(*model, {3, 64, 64}, path);
   EXPECT_EQ(io::read_file(path), io::onnx_model_bytes(*model, {3, 64, 64}));
   EXPECT_TRUE(model->is_training());  // its mode restored
@@ -312,7 +316,8 @@ TEST(OnnxExport, VarintsEncodeAsProtobufDoes) {
   w.varint(1, -1).fixed_float(2, 1.0f).bytes(3, "ab");
   EXPECT_EQ(w.str(), std::string("\x08\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01"
                                  "\x15\x00\x00\x80\x3F"
-                                 "\x1A\x02" "ab",
+                                 "\x1A\x02"
+                                 "ab",
                                  20));
 }
 

@@ -3,7 +3,6 @@
 // import's refusals. The command line's tests are tests/catdog/import_test.cpp; PyTorch itself
 // is tests/reference/torch_import.py.
 #include <gtest/gtest.h>
-
 #include <loom/loom.h>
 
 #include <algorithm>
@@ -24,9 +23,9 @@ TEST(TorchNames, EachZooModelMapsPyTorchsNames) {
   const auto seed = io::torch_name_map("seed_cnn");
   std::vector<std::string> seed_names;
   for (const auto& n : seed) seed_names.push_back(n.torch + "->" + n.loom);
-  EXPECT_EQ(seed_names, (std::vector<std::string>{"0.weight->0.weight", "0.bias->0.bias",
-                                                  "4.weight->4.weight", "4.bias->4.bias",
-                                                  "6.weight->6.weight", "6.bias->6.bias"}));
+  EXPECT_EQ(seed_names,
+            (std::vector<std::string>{"0.weight->0.weight", "0.bias->0.bias", "4.weight->4.weight",
+                                      "4.bias->4.bias", "6.weight->6.weight", "6.bias->6.bias"}));
   EXPECT_EQ(io::torch_name_map("classic_cnn").size(), 8u);
   EXPECT_EQ(io::torch_head_name("classic_cnn"), "9.weight");
   ASSERT_NE(find_torch_name(io::torch_name_map("classic_cnn"), "9.weight"), nullptr);
@@ -34,9 +33,9 @@ TEST(TorchNames, EachZooModelMapsPyTorchsNames) {
   // torchvision.models.resnet18: 20 convolutions and 20 batch norms (5 tensors each) and fc.
   const auto resnet = io::torch_name_map("resnet18", 2);
   EXPECT_EQ(resnet.size(), 20u + 20u * 5 + 2);
-  for (const char* name : {"conv1.weight", "bn1.running_var", "layer1.0.conv2.weight",
-                           "layer2.0.downsample.0.weight", "layer2.0.downsample.1.running_mean",
-                           "layer4.1.bn2.bias", "fc.weight", "fc.bias"}) {
+  for (const char* name :
+       {"conv1.weight", "bn1.running_var", "layer1.0.conv2.weight", "layer2.0.downsample.0.weight",
+        "layer2.0.downsample.1.running_mean", "layer4.1.bn2.bias", "fc.weight", "fc.bias"}) {
     const io::TorchName* n = find_torch_name(resnet, name);
     ASSERT_NE(n, nullptr) << name;
     EXPECT_EQ(n->loom, name);
@@ -69,7 +68,8 @@ TEST(TorchNames, WrapperPrefixesAreRemovedAndCollisionsRefused) {
 TEST(TorchNames, ImportReadsTheHeadAndRefusesWhatDoesNotFit) {
   Generator gen(11);
   auto classic = nn::classic_cnn(4, nn::Init::PyTorch, &gen);
-  const io::TorchImport imported = io::import_torch_state_dict("classic_cnn", classic->state_dict());
+  const io::TorchImport imported =
+      io::import_torch_state_dict("classic_cnn", classic->state_dict());
   EXPECT_EQ(imported.num_outputs, 4);
   EXPECT_FALSE(imported.model->is_training());
   const Tensor x = uniform({1, 3, 64, 64}, 0.0, 1.0, kFloat32, &gen);
