@@ -33,6 +33,23 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// loom's zoo was named after PyTorch's modules on purpose (nn.Sequential's indices; torchvision's
+// attribute names for ResNet), so every map is the identity; what differs between the two is
+// only that PyTorch may leave num_batches_tracked out (torch.jit and some exporters drop it).
+std::vector<TorchName> name_map_of(const nn::Module& model) {
+  std::vector<TorchName> map;
+  for (const nn::StateEntry& e : model.state_layout()) {
+    map.push_back({e.name, e.name, ends_with(e.name, "num_batches_tracked")});
+  }
+  return map;
+}
+
+void check_importable(const std::string& model) {
+  const auto& models = torch_importable_models();
+  LOOM_CHECK(std::find(models.begin(), models.end(), model) != models.end(),
+             "PyTorch import: expected seed_cnn, classic_cnn or resnet18, got \"", model, "\"");
+}
+
 }  // namespace
 
 const std::vector<std::string>& torch_importable_models() {
@@ -40,22 +57,15 @@ const std::vector<std::string>& torch_importable_models() {
   return models;
 }
 
-// loom's zoo was named after PyTorch's modules on purpose (nn.Sequential's indices; torchvision's
-// attribute names for ResNet), so every map is the identity; what differs between the two is
-// only that PyTorch may leave num_batches_tracked out (torch.jit and some exporters drop it).
 std::vector<TorchName> torch_name_map(const std::string& model, int64_t num_outputs) {
-  std::vector<TorchName> map;
-  for (const nn::StateEntry& e : build_zoo_model(model, num_outputs)->state_layout()) {
-    map.push_back({e.name, e.name, ends_with(e.name, "num_batches_tracked")});
-  }
-  return map;
+  return name_map_of(*build_zoo_model(model, num_outputs));
 }
 
 std::string torch_head_name(const std::string& model) {
   if (model == "seed_cnn") return "6.weight";
   if (model == "classic_cnn") return "9.weight";
   if (model == "resnet18") return "fc.weight";
-  build_zoo_model(model, 1);  // throws naming the model
+  check_importable(model);  // throws naming the model
   return "";
 }
 
@@ -82,7 +92,7 @@ nn::NamedTensors strip_torch_wrappers(const nn::NamedTensors& torch_state) {
 }
 
 TorchImport import_torch_state_dict(const std::string& model, const nn::NamedTensors& torch_state) {
-  build_zoo_model(model, 1);  // an unknown model is named before the file's contents
+  check_importable(model);  // an unknown model is named before the file's contents
   const nn::NamedTensors state = strip_torch_wrappers(torch_state);
   const std::string head = torch_head_name(model);
   LOOM_CHECK(state.contains(head), "PyTorch import: no \"", head,
@@ -106,7 +116,7 @@ TorchImport import_torch_state_dict(const std::string& model, const nn::NamedTen
   nn::NamedTensors mapped;
   std::vector<std::string> missing, unexpected;
   std::unordered_set<std::string> known;
-  for (const TorchName& n : torch_name_map(model, result.num_outputs)) {
+  for (const TorchName& n : name_map_of(*result.model)) {
     known.insert(n.torch);
     if (state.contains(n.torch)) {
       mapped.insert(n.loom, state.at(n.torch));
