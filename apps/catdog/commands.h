@@ -136,6 +136,8 @@ struct ImportArgs {
   std::vector<std::string> classes{"cat", "dog"};
   std::string resize = "bilinear";
   int64_t image_size = 64;  // seed_cnn and classic_cnn: 64 only
+  // torchvision's Normalize(mean, std) after ToTensor, one value per channel; empty: none.
+  std::vector<double> mean, std;
 };
 
 // `export`: a model file written as ONNX (export_command.cpp, io/onnx_export.h).

@@ -3,7 +3,8 @@
 // made into a loom model file that predict and evaluate take. The names go through the zoo
 // model's name map (io/torch_import.h); the head's rows choose the head: 1 logit is a sigmoid
 // over two classes, K > 1 logits a softmax over K. Anything that does not fit is refused naming
-// the tensors. The preprocessing recorded is torchvision's ToTensor at the given size.
+// the tensors. The preprocessing recorded is torchvision's ToTensor at the given size, then
+// Normalize(--mean, --std) when given.
 #include <algorithm>
 #include <iostream>
 
@@ -36,6 +37,11 @@ int run_import(const ImportArgs& args) {
              "whose PyTorch definitions apps/catdog/README.md shows), got \"",
              args.model, "\"");
   check_image_size(args.model, args.image_size);
+  LOOM_CHECK(args.mean.size() == args.std.size() && (args.mean.empty() || args.mean.size() == 3),
+             "import --mean and --std: three values each (R,G,B, as torchvision's Normalize "
+             "takes them) or neither, got ",
+             args.mean.size(), " and ", args.std.size());
+  for (double s : args.std) LOOM_CHECK(s > 0, "import --std: values must be positive, got ", s);
   const std::optional<data::Interpolation> interpolation = io::interpolation_from_name(args.resize);
   LOOM_CHECK(interpolation.has_value(),
              "import --resize: expected nearest, bilinear or area, got \"", args.resize, "\"");
@@ -50,16 +56,19 @@ int run_import(const ImportArgs& args) {
   }
   // One logit is p(label 1), so it still names two classes; K logits name K.
   const int64_t classes = std::max<int64_t>(2, imported.num_outputs);
-  const bool defaulted = args.classes == ImportArgs{}.classes;
+  std::string given;
+  for (const std::string& c : args.classes) given += (given.empty() ? "" : ",") + c;
   LOOM_CHECK(static_cast<int64_t>(args.classes.size()) == classes, "import --classes: the head (",
              io::torch_head_name(args.model), ") has ", imported.num_outputs, " output",
              imported.num_outputs == 1 ? " (a sigmoid over two classes)" : "s (a softmax)",
-             ", so it takes ", classes, " class names (label 0 first), got ", args.classes.size(),
-             defaulted ? " (the default cat,dog): pass --classes a,b,c..." : "");
+             ", so it takes ", classes, " class names, label 0 first; got ", args.classes.size(),
+             " (", given, ")");
   io::Preprocessing prep;
   prep.height = prep.width = args.image_size;
   prep.interpolation = *interpolation;
   prep.class_names = args.classes;
+  prep.mean = args.mean;
+  prep.std = args.std;
   io::save_model(args.out, *imported.model, prep, {{"loom.imported_from", args.weights}});
   for (const std::string& note : imported.notes) std::cout << "loom-catdog: note: " << note << "\n";
   std::cout << "loom-catdog: imported " << args.weights << " (" << weights.tensors.size()

@@ -271,6 +271,14 @@ int main(int argc, char** argv) {
   import->add_option("--image-size", im.image_size, "input side (resnet18 only: not 64)")
       ->capture_default_str();
   import
+      ->add_option("--mean", im.mean,
+                   "torchvision's Normalize mean after ToTensor, R,G,B (with --std)")
+      ->delimiter(',')
+      ->check(kFinite);
+  import->add_option("--std", im.std, "torchvision's Normalize std, R,G,B (with --mean)")
+      ->delimiter(',')
+      ->check(kFinite);
+  import
       ->add_option("--resize", im.resize,
                    "how predict and evaluate resize photographs to the input size")
       ->check(CLI::IsMember({"nearest", "bilinear", "area"}))

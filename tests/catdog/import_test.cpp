@@ -71,24 +71,33 @@ TEST_F(CatdogImport, AKLogitHeadTakesKClassNamesAndPredictsWithASoftmax) {
   Generator gen(6);
   auto seed = nn::seed_cnn(3, nn::Init::PyTorch, &gen);
   io::save_safetensors(root_ + "/w3.safetensors", seed->state_dict());
-  const auto [status, out] =
-      testing::run_to_end({"import", "--weights", root_ + "/w3.safetensors", "--out",
-                           root_ + "/m3.st", "--classes", "cat,dog,fox"},
-                          root_ + "/import3");
+  const auto [status, out] = testing::run_to_end(
+      {"import", "--weights", root_ + "/w3.safetensors", "--out", root_ + "/m3.st", "--classes",
+       "cat,dog,fox", "--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"},
+      root_ + "/import3");
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("3 logits (softmax)"), std::string::npos) << out;
   const io::LoadedModel loaded = io::load_model(root_ + "/m3.st");
   EXPECT_EQ(loaded.preprocessing.class_names, (std::vector<std::string>{"cat", "dog", "fox"}));
+  EXPECT_EQ(loaded.preprocessing.mean, (std::vector<double>{0.485, 0.456, 0.406}));
+  EXPECT_EQ(loaded.preprocessing.std, (std::vector<double>{0.229, 0.224, 0.225}));
   const Tensor x = uniform({2, 3, 64, 64}, 0.0, 1.0, kFloat32, &gen);
   EXPECT_EQ(testing::compare(loaded.model->forward(x), seed->forward(x), 0, 0), "");
 
   // The default cat,dog names two classes, not three; four names are one too many.
   testing::expect_prompt_error(
       {"import", "--weights", root_ + "/w3.safetensors", "--out", root_ + "/d.st"},
-      root_ + "/default", {"--classes", "3 outputs", "3 class names", "got 2"});
+      root_ + "/default", {"--classes", "3 outputs", "3 class names", "got 2 (cat,dog)"});
   testing::expect_prompt_error({"import", "--weights", root_ + "/w3.safetensors", "--out",
                                 root_ + "/d.st", "--classes", "a,b,c,d"},
-                               root_ + "/four", {"--classes", "got 4"});
+                               root_ + "/four", {"--classes", "got 4 (a,b,c,d)"});
+  testing::expect_prompt_error({"import", "--weights", root_ + "/w3.safetensors", "--out",
+                                root_ + "/d.st", "--classes", "a,b,c", "--mean", "0.5,0.5,0.5"},
+                               root_ + "/mean", {"--mean and --std", "got 3 and 0"});
+  testing::expect_prompt_error(
+      {"import", "--weights", root_ + "/w3.safetensors", "--out", root_ + "/d.st", "--classes",
+       "a,b,c", "--mean", "0,0,0", "--std", "1,0,1"},
+      root_ + "/std", {"--std", "positive", "got 0"});
   EXPECT_FALSE(fs::exists(root_ + "/d.st"));
   // A 1-logit head still names two classes.
   io::save_safetensors(root_ + "/w1.safetensors",

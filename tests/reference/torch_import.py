@@ -5,7 +5,8 @@ usage: torch_import.py LOOM_CATDOG WORKDIR
 
 PyTorch trains a few steps on random data, each model as a PyTorch user would write it:
 bench/train_step_torch.py's seed_cnn (1 logit, BCEWithLogitsLoss), its classic_cnn with a
-3-class head (CrossEntropyLoss) and torchvision's resnet18 with the small-image stem and 2
+3-class head (CrossEntropyLoss, inputs through torchvision's ImageNet Normalize, which import's
+--mean and --std record) and torchvision's resnet18 with the small-image stem and 2
 classes (CrossEntropyLoss; training moves batch norm's running statistics and counts
 num_batches_tracked), saved in nn.DataParallel's "module." names. Each state_dict is written as
 safetensors (with the safetensors package when present, else by the format's definition: an
@@ -92,14 +93,17 @@ def small_resnet18():
     return model
 
 
-CASES = [  # name, model, input size, outputs, extra import flags, wrap in DataParallel
-    ("seed_cnn", seed_cnn, 64, 1, [], False),
-    ("classic_cnn", three_class_cnn, 64, 3, ["--classes", "cat,dog,fox"], False),
-    ("resnet18", small_resnet18, 32, 2, ["--image-size", "32"], True),
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]  # torchvision's Normalize for ImageNet
+CASES = [  # name, model, input size, outputs, extra import flags, wrap in DataParallel, normalise
+    ("seed_cnn", seed_cnn, 64, 1, [], False, False),
+    ("classic_cnn", three_class_cnn, 64, 3,
+     ["--classes", "cat,dog,fox", "--mean", ",".join(map(str, MEAN)), "--std", ",".join(map(str, STD))],
+     False, True),
+    ("resnet18", small_resnet18, 32, 2, ["--image-size", "32"], True, False),
 ]
 
 worst_all, states = 0.0, {}
-for name, build, size, outputs, flags, wrap in CASES:
+for name, build, size, outputs, flags, wrap, normalise in CASES:
     model = train(build(), size, outputs, steps=8 if name == "resnet18" else 20)
     state = states[name] = (torch.nn.DataParallel(model) if wrap else model).state_dict()
     weights = os.path.join(work, f"{name}_torch.safetensors")
@@ -112,6 +116,8 @@ for name, build, size, outputs, flags, wrap in CASES:
         images.append(path)
         with torch.no_grad():
             x = img.permute(2, 0, 1).unsqueeze(0).float() / 255.0  # torchvision's ToTensor
+            if normalise:
+                x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
             logits = model(x)[0]
             probs = torch.sigmoid(logits) if outputs == 1 else torch.softmax(logits, 0)
             expected.append(probs.tolist())
