@@ -1,5 +1,6 @@
-"""loom's ONNX export run by onnxruntime gives loom's outputs (reference test, label `reference`;
-needs numpy, safetensors and onnxruntime from PyPI).
+"""loom's ONNX export run by onnxruntime gives loom's outputs, and the onnx package's checker
+(full check, strict shape inference) accepts every file (reference test, label `reference`;
+needs numpy, safetensors, onnx and onnxruntime from PyPI).
 
 usage: onnx_export.py ONNX_TOOL LOOM_CATDOG WORKDIR
 
@@ -15,6 +16,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from safetensors.numpy import load_file
 
@@ -23,11 +25,25 @@ os.makedirs(work, exist_ok=True)
 subprocess.run([tool, work], check=True)
 
 
+def check(onnx_path):
+    """The reference checker: the IR, the opset's operator schemas and shape inference."""
+    model = onnx.load(onnx_path)
+    onnx.checker.check_model(model, full_check=True)
+    assert model.ir_version == 8 and model.opset_import[0].version == 17, model.opset_import
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    dims = [d.dim_param or d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim]
+    return dims
+
+
 def run(onnx_path, x):
+    inferred = check(onnx_path)
     session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
     (inp,), (out,) = session.get_inputs(), session.get_outputs()
     assert inp.shape[0] == "N", inp.shape
-    return session.run([out.name], {inp.name: x})[0], session
+    got = session.run([out.name], {inp.name: x})[0]
+    # onnx's shape inference, through every node, reaches the output loom declared.
+    assert inferred == ["N", *got.shape[1:]] == out.shape, (inferred, got.shape, out.shape)
+    return got, session
 
 
 worst = 0.0
