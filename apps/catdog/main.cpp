@@ -268,7 +268,9 @@ int main(int argc, char** argv) {
       ->add_option("--classes", im.classes,
                    "class names, label 0 first: two for a 1-logit head, K for K logits")
       ->delimiter(',');
-  import->add_option("--image-size", im.image_size, "input side (resnet18 only: not 64)")
+  import
+      ->add_option("--image-size", im.image_size,
+                   "input side: 64 (seed_cnn, classic_cnn) or 8 to 1024 (resnet18)")
       ->capture_default_str();
   import
       ->add_option("--mean", im.mean,
@@ -288,7 +290,9 @@ int main(int argc, char** argv) {
       "'seed.safetensors')\"\n"
       "  loom-catdog import --model seed_cnn --weights seed.safetensors --out "
       "seed.loom.safetensors\n"
-      "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
+      "  loom-catdog predict --model seed.loom.safetensors photo.jpg\n"
+      "  loom-catdog import --model resnet18 --weights r.safetensors --classes cat,dog,fox "
+      "--mean 0.485,0.456,0.406 --std 0.229,0.224,0.225");
 
   ExportArgs ex;
   auto* exporter =
