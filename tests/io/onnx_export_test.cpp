@@ -306,6 +306,10 @@ TEST(OnnxExport, TheFileIsTheBytes) {
   EXPECT_EQ(io::read_file(path), io::onnx_model_bytes(*model, {3, 64, 64}));
   EXPECT_TRUE(model->is_training());  // its mode restored
   std::filesystem::remove(path);
+  // Weights laid out channels-last are written in ONNX's (and PyTorch's) NCHW order.
+  const std::string nchw = io::onnx_model_bytes(*model, {3, 64, 64});
+  model->to(MemoryFormat::ChannelsLast);
+  EXPECT_EQ(io::onnx_model_bytes(*model, {3, 64, 64}), nchw);
 }
 
 TEST(OnnxExport, VarintsEncodeAsProtobufDoes) {
