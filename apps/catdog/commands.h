@@ -132,8 +132,19 @@ struct ImportArgs {
   std::string model = "seed_cnn";
   std::string weights;  // safetensors.torch.save_file(model.state_dict(), ...)
   std::string out = "imported.safetensors";
+  // Label 0 first; as many as the head has logits (two for a 1-logit sigmoid head).
   std::vector<std::string> classes{"cat", "dog"};
   std::string resize = "bilinear";
+  int64_t image_size = 64;  // seed_cnn and classic_cnn: 64 only
+  // torchvision's Normalize(mean, std) after ToTensor, one value per channel; empty: none.
+  std::vector<double> mean, std;
+};
+
+// `export`: a model file written as ONNX (export_command.cpp, io/onnx_export.h).
+struct ExportArgs {
+  std::string model;           // a model file of train or import
+  std::string onnx;            // the .onnx file to write
+  bool probabilities = false;  // end in the sigmoid or softmax predict applies
 };
 
 // The micro-batches of a --pipeline run's batch: --micro-batches, else min(4, batch size).
@@ -143,6 +154,7 @@ inline int pipeline_micro_batches(const TrainArgs& a) {
 
 int run_train(const TrainArgs& args);
 int run_import(const ImportArgs& args);
+int run_export(const ExportArgs& args);
 int run_evaluate(const EvaluateArgs& args);
 int run_predict(const PredictArgs& args);
 

@@ -256,18 +256,35 @@ int main(int argc, char** argv) {
   ImportArgs im;
   auto* import = app.add_subcommand("import",
                                     "make a loom model file of a PyTorch state_dict saved with "
-                                    "safetensors (same architecture: seed_cnn or classic_cnn)");
-  import->add_option("--model", im.model, "seed_cnn or classic_cnn")->capture_default_str();
+                                    "safetensors (same architecture: seed_cnn, classic_cnn or "
+                                    "resnet18; 1 logit or K)");
+  import->add_option("--model", im.model, "seed_cnn, classic_cnn or resnet18")
+      ->capture_default_str();
   import
       ->add_option("--weights", im.weights, "safetensors.torch.save_file(model.state_dict(), FILE)")
       ->required();
   import->add_option("--out", im.out, "the model file to write")
       ->capture_default_str()
       ->check(kNonEmpty);
-  import->add_option("--classes", im.classes, "class names of labels 0 and 1")
+  import
+      ->add_option("--classes", im.classes,
+                   "class names, label 0 first: two for a 1-logit head, K for K logits")
+      ->delimiter(',');
+  import
+      ->add_option("--image-size", im.image_size,
+                   "input side: 64 (seed_cnn, classic_cnn) or 8 to 1024 (resnet18)")
+      ->capture_default_str();
+  import
+      ->add_option("--mean", im.mean,
+                   "torchvision's Normalize mean after ToTensor, R,G,B (with --std)")
       ->delimiter(',')
-      ->expected(2);
-  import->add_option("--resize", im.resize, "how predict and evaluate resize photographs to 64x64")
+      ->check(kFinite);
+  import->add_option("--std", im.std, "torchvision's Normalize std, R,G,B (with --mean)")
+      ->delimiter(',')
+      ->check(kFinite);
+  import
+      ->add_option("--resize", im.resize,
+                   "how predict and evaluate resize photographs to the input size")
       ->check(CLI::IsMember({"nearest", "bilinear", "area"}))
       ->capture_default_str();
   import->footer(
@@ -275,7 +292,18 @@ int main(int argc, char** argv) {
       "'seed.safetensors')\"\n"
       "  loom-catdog import --model seed_cnn --weights seed.safetensors --out "
       "seed.loom.safetensors\n"
-      "  loom-catdog predict --model seed.loom.safetensors photo.jpg");
+      "  loom-catdog predict --model seed.loom.safetensors photo.jpg\n"
+      "  loom-catdog import --model resnet18 --weights r.safetensors --classes cat,dog,fox "
+      "--mean 0.485,0.456,0.406 --std 0.229,0.224,0.225");
+
+  ExportArgs ex;
+  auto* exporter =
+      app.add_subcommand("export", "write a model file as an ONNX graph (opset 17, batch free)");
+  exporter->add_option("--model", ex.model, "a model file written by train or import")->required();
+  exporter->add_option("--onnx", ex.onnx, "the .onnx file to write")->required()->check(kNonEmpty);
+  exporter->add_flag("--probabilities", ex.probabilities,
+                     "end in the sigmoid (1 logit) or softmax predict applies; default: logits");
+  exporter->footer("Example:\n  loom-catdog export --model catdog.safetensors --onnx catdog.onnx");
 
   train->footer(
       "Examples:\n"
@@ -305,6 +333,7 @@ int main(int argc, char** argv) {
     if (*train) return run_train(t);
     if (*evaluate) return run_evaluate(e);
     if (*import) return run_import(im);
+    if (*exporter) return run_export(ex);
     return run_predict(p);
   } catch (const std::exception& err) {
     std::fflush(stdout);

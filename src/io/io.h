@@ -6,4 +6,7 @@
 #include "loom/io/background_writer.h"
 #include "loom/io/checkpoint.h"
 #include "loom/io/model_file.h"
+#include "loom/io/onnx_export.h"
+#include "loom/io/protobuf_writer.h"
 #include "loom/io/safetensors.h"
+#include "loom/io/torch_import.h"
