@@ -60,6 +60,9 @@ Tensor Tensor::max() const { return loom::max(*this); }
 Tensor Tensor::min() const { return loom::min(*this); }
 Tensor Tensor::amax(int64_t dim, bool keepdim) const { return loom::max(*this, dim, keepdim); }
 Tensor Tensor::amin(int64_t dim, bool keepdim) const { return loom::min(*this, dim, keepdim); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return {loom::max(*this, dim, keepdim), loom::argmax(*this, dim, keepdim)};
+}
 Tensor Tensor::argmax() const { return loom::argmax(*this); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return loom::argmax(*this, dim, keepdim); }
 

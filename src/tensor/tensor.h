@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -176,10 +177,12 @@ class Tensor {
   Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
   Tensor max() const;  // the largest element, 0-d
   Tensor min() const;
-  // The largest (smallest) values along dim. libtorch's max(dim), which returns values and
-  // indices, is amax(dim) and argmax(dim) here.
+  // The largest (smallest) values along dim.
   Tensor amax(int64_t dim, bool keepdim = false) const;
   Tensor amin(int64_t dim, bool keepdim = false) const;
+  // libtorch's max(dim): (amax(dim), argmax(dim)), two passes over the tensor. loom has no
+  // argmin, so no min(dim) either: use amin(dim).
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   Tensor argmax() const;  // int64 index into the flattened tensor
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "testing.h"
@@ -195,6 +196,14 @@ TEST(MethodForms, ArgmaxAndComparisonsMatchTheFreeFunctions) {
   expect_identical(x.argmax(1), argmax(x, 1), "argmax(1)");
   expect_identical(x.argmax(0, true), argmax(x, 0, true), "argmax(0, true)");
   EXPECT_EQ(x.argmax(1).dtype(), kInt64);
+  // libtorch's max(dim): values and indices together.
+  const auto [values, indices] = x.max(1, true);
+  expect_identical(values, max(x, 1, true), "std::get<0>(max(1, true))");
+  expect_identical(indices, argmax(x, 1, true), "std::get<1>(max(1, true))");
+  Tensor leaf = x.clone().requires_grad_();
+  std::get<0>(leaf.max(0)).sum().backward();  // a gradient of one at each column's maximum
+  expect_identical(leaf.grad().sum(0), ones({6}), "max(0) gradient");
+  expect_identical(leaf.grad().argmax(0), argmax(x, 0), "max(0) gradient lies at the argmax");
   // y's own elements are equal to themselves: eq and le must find them, not only unequal ones.
   const Tensor z = where(gt(y, 0.0), x, y);
   expect_identical(x.eq(z), eq(x, z), "eq");
