@@ -1,6 +1,6 @@
 // Tensor's libtorch-named method forms (x.abs(), x.sum(1, true), x.softmax(-1), ...): each gives
 // the values and, through autograd, the gradients of the free function it forwards to, on random
-// inputs; and x.sizes() prints as libtorch prints it.
+// inputs; x.sizes() prints as libtorch prints it; cuda_is_available() is torch::cuda's answer.
 #include <functional>
 #include <sstream>
 #include <string>
@@ -263,6 +263,13 @@ TEST(Sizes, PrintsAsLibtorchAndIsAShape) {
   EXPECT_EQ(zeros(x.sizes()).shape(), (Shape{2, 3}));
   const Shape copy = x.sizes();
   EXPECT_EQ(copy, (Shape{2, 3}));
+}
+
+// The README's snippets choose their device by it: true only when a GPU can be used.
+TEST(CudaIsAvailable, FalseWithoutABuildOrADeviceForCuda) {
+  EXPECT_EQ(cuda_is_available(), cuda_device_count() > 0);
+  if (!built_with_cuda()) EXPECT_FALSE(cuda_is_available());
+  if (cuda_is_available()) EXPECT_EQ(zeros({2}, kCUDA).device(), kCUDA);
 }
 
 }  // namespace method_forms_test
