@@ -2,7 +2,10 @@
 // optimizers, since the two decays train differently (Loshchilov & Hutter, 2019).
 #pragma once
 
+#include <utility>
+
 #include "loom/optim/optimizer.h"
+#include "loom/optim/options.h"
 
 namespace loom::optim {
 
@@ -20,6 +23,13 @@ class Adam : public Optimizer {
  public:
   explicit Adam(std::vector<Tensor> params, const GroupOptions& options = GroupOptions());
   explicit Adam(std::vector<ParamGroup> groups, const GroupOptions& defaults = GroupOptions());
+  // libtorch's forms: Adam(model->parameters(), 1e-3), Adam(params, AdamOptions(1e-3).betas(...)).
+  Adam(std::vector<Tensor> params, double lr)
+      : Adam(std::move(params), GroupOptions().with_lr(lr)) {}
+  Adam(std::vector<Tensor> params, const AdamOptions& options)
+      : Adam(std::move(params), options.group_options()) {}
+  Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
+      : Adam(std::move(groups), defaults.group_options()) {}
 
  protected:
   Adam(const char* name, std::vector<ParamGroup> groups, const GroupOptions& defaults,
@@ -38,6 +48,13 @@ class AdamW : public Adam {
   static GroupOptions default_options() { return GroupOptions().with_weight_decay(1e-2); }
   explicit AdamW(std::vector<Tensor> params, const GroupOptions& options = default_options());
   explicit AdamW(std::vector<ParamGroup> groups, const GroupOptions& defaults = default_options());
+  // libtorch's forms; AdamW(params, lr) keeps the default decay 1e-2.
+  AdamW(std::vector<Tensor> params, double lr)
+      : AdamW(std::move(params), default_options().with_lr(lr)) {}
+  AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+      : AdamW(std::move(params), options.group_options()) {}
+  AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
+      : AdamW(std::move(groups), defaults.group_options()) {}
 };
 
 }  // namespace loom::optim

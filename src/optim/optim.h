@@ -6,4 +6,5 @@
 #include "loom/optim/fused_update.h"
 #include "loom/optim/lr_scheduler.h"
 #include "loom/optim/optimizer.h"
+#include "loom/optim/options.h"
 #include "loom/optim/sgd.h"

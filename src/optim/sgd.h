@@ -2,7 +2,10 @@
 // following PyTorch's torch.optim.SGD formulas exactly.
 #pragma once
 
+#include <utility>
+
 #include "loom/optim/optimizer.h"
+#include "loom/optim/options.h"
 
 namespace loom::optim {
 
@@ -15,6 +18,12 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, const GroupOptions& options);
   SGD(std::vector<ParamGroup> groups, const GroupOptions& defaults);
+  // libtorch's form, SGD(params, SGDOptions(0.1).momentum(0.9)), and the plain SGD(params, lr).
+  SGD(std::vector<Tensor> params, double lr) : SGD(std::move(params), GroupOptions().with_lr(lr)) {}
+  SGD(std::vector<Tensor> params, const SGDOptions& options)
+      : SGD(std::move(params), options.group_options()) {}
+  SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults)
+      : SGD(std::move(groups), defaults.group_options()) {}
 
  protected:
   void update_group(const GroupOptions& options, std::vector<Slot>& slots) override;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <ostream>
 #include <sstream>
 
 #include "loom/tensor/error.h"
@@ -36,6 +37,8 @@ Shape channels_last_strides(const Shape& shape) {
   const int64_t h = std::max<int64_t>(shape[2], 1);
   return {h * w * c, 1, w * c, c};
 }
+
+std::ostream& operator<<(std::ostream& out, const Sizes& sizes) { return out << shape_str(sizes); }
 
 std::string shape_str(const Shape& shape) {
   std::ostringstream out;

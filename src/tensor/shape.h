@@ -2,12 +2,24 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
 namespace loom {
 
 using Shape = std::vector<int64_t>;
+
+// What Tensor::sizes() returns: a copy of the shape as a type of loom's own, so that
+// `std::cout << x.sizes()` finds loom's operator<< by argument-dependent lookup (a plain
+// std::vector would only look in std) and prints "[2, 3]" as PyTorch does. It is a Shape in every
+// other way: indexing, size(), comparison, and passing where a const Shape& is taken.
+class Sizes : public Shape {
+ public:
+  using Shape::Shape;
+  explicit Sizes(const Shape& shape) : Shape(shape) {}
+};
+std::ostream& operator<<(std::ostream& out, const Sizes& sizes);
 
 int64_t numel_of(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);

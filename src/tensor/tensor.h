@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,7 +71,7 @@ class Tensor {
   // --- properties -------------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
-  const Shape& sizes() const { return shape(); }
+  Sizes sizes() const { return Sizes(shape()); }  // a copy that prints: std::cout << x.sizes()
   const Shape& strides() const;
   int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
@@ -129,6 +130,65 @@ class Tensor {
   Tensor to(Device device, DType dtype) const;
   Tensor cpu() const { return to(kCPU); }
   Tensor cuda(int index = 0) const { return to(Device(DeviceType::CUDA, index)); }
+
+  // --- math: method forms of the free functions of ops/ ----------------------------------
+  // x.abs() is loom::abs(x), and so on, as libtorch spells them; differentiable as the free
+  // functions are. Declared here, defined in ops/tensor_methods.cpp (tensor/ includes nothing
+  // of ops/; libloom holds both). See docs/libtorch.md for what differs from libtorch.
+  Tensor abs() const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(double min, double max) const;
+  Tensor add(const Tensor& other) const;
+  Tensor add(double other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(double other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(double other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(double other) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  // Comparisons give uint8 tensors of 0 and 1.
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(double other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(double other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(double other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(double other) const;
+  // Reductions: over every element, or over dims (negative counts from the end).
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor max() const;  // the largest element, 0-d
+  Tensor min() const;
+  // The largest (smallest) values along dim.
+  Tensor amax(int64_t dim, bool keepdim = false) const;
+  Tensor amin(int64_t dim, bool keepdim = false) const;
+  // libtorch's max(dim): (amax(dim), argmax(dim)), two passes over the tensor. loom has no
+  // argmin, so no min(dim) either: use amin(dim).
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;  // int64 index into the flattened tensor
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
 
   // --- in place, not recorded by autograd ---------------------------------------------------
   Tensor& copy_(const Tensor& src);  // broadcasts src, converts dtype, crosses devices

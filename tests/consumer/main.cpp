@@ -1,9 +1,11 @@
 // Uses only the installed public API: y = x @ w + 1, then backward; on a CUDA build with a GPU,
 // the same on the GPU. Also checks that the package's CMake variable, the headers' constexpr
-// and the library's own answer agree on the CUDA backend.
+// and the library's own answer agree on the CUDA backend, and that libtorch's spellings
+// (method forms, printed sizes, Adam(params, lr)) link from the installed package.
 #include <loom/loom.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "data/dataset.h"  // the user's own header, not loom's
 
@@ -22,6 +24,20 @@ bool check_on(loom::Device device) {
   return value == 24.0f && grad[0] == 4.0f && grad[2] == 6.0f;
 }
 
+// One Adam step of lr 0.1 from ones moves every element to about 0.9.
+bool check_libtorch_forms() {
+  loom::Tensor p = loom::ones({2, 3}).requires_grad_();
+  loom::optim::Adam adam(std::vector<loom::Tensor>{p}, 0.1);
+  p.mul(2.0).sum().backward();
+  adam.step();
+  std::ostringstream sizes;
+  sizes << p.sizes();
+  const float largest = p.abs().max().item<float>();
+  std::printf("libtorch forms: sizes %s, largest after one step %.3f\n", sizes.str().c_str(),
+              largest);
+  return sizes.str() == "[2, 3]" && largest > 0.89f && largest < 0.91f;
+}
+
 }  // namespace
 
 int main() {
@@ -34,7 +50,7 @@ int main() {
     return 1;
   }
   std::printf("loom %s, CUDA backend %s\n", loom::kVersion, loom::kBuiltWithCuda ? "yes" : "no");
-  bool ok = check_on(loom::kCPU);
+  bool ok = check_on(loom::kCPU) && check_libtorch_forms();
   if (loom::cuda_is_available()) ok = check_on(loom::kCUDA) && ok;
   return ok ? 0 : 1;
 }

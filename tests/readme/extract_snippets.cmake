@@ -1,0 +1,57 @@
+# Writes OUTPUT, one C++ program made of README's ```cpp blocks: their #include lines go to the
+# top, the rest of each block becomes the body of readme_snippet_N(), and main() runs them in
+# order, saying which block threw. #line directives point compiler errors at README.md itself.
+# A snippet is therefore statements (a function body) plus #include lines.
+# Arguments: README, OUTPUT.
+file(READ ${README} _text)
+# A CMake list is ;-separated, and a backslash or an open [ changes where it splits: hide those
+# characters while the text is split into lines, and put them back at the end.
+string(REPLACE "\\" "@LOOM_BACKSLASH@" _text "${_text}")
+string(REPLACE ";" "@LOOM_SEMICOLON@" _text "${_text}")
+string(REPLACE "[" "@LOOM_OPEN@" _text "${_text}")
+string(REPLACE "]" "@LOOM_CLOSE@" _text "${_text}")
+string(REPLACE "\n" ";" _lines "${_text}")
+
+set(_includes "#include <exception>\n#include <iostream>\n")
+set(_bodies "")
+set(_calls "")
+set(_count 0)
+set(_in_block OFF)
+set(_number 0)
+foreach(_line IN LISTS _lines)
+  math(EXPR _number "${_number} + 1")
+  if(NOT _in_block)
+    if(_line MATCHES "^```cpp[ \t]*$")
+      set(_in_block ON)
+      math(EXPR _count "${_count} + 1")
+      math(EXPR _first "${_number} + 1")
+      string(APPEND _bodies "void readme_snippet_${_count}() {\n#line ${_first} \"${README}\"\n")
+      string(APPEND _calls "    where = \"README.md line ${_first}\";\n    readme_snippet_${_count}();\n")
+    endif()
+  elseif(_line MATCHES "^```[ \t]*$")
+    set(_in_block OFF)
+    string(APPEND _bodies "}\n\n")
+  elseif(_line MATCHES "^[ \t]*#[ \t]*include")
+    string(APPEND _includes "${_line}\n")
+    string(APPEND _bodies "\n")  # keeps the #line numbering of the lines below
+  else()
+    string(APPEND _bodies "${_line}\n")
+  endif()
+endforeach()
+if(_in_block)
+  message(FATAL_ERROR "${README}: a ```cpp block is not closed")
+endif()
+if(_count EQUAL 0)
+  message(FATAL_ERROR "${README} has no ```cpp block: nothing to check")
+endif()
+
+set(_program "// Generated from ${README} by tests/readme/extract_snippets.cmake: do not edit.\n")
+string(APPEND _program "${_includes}\n${_bodies}")
+string(APPEND _program "int main() {\n  const char* where = \"\";\n  try {\n${_calls}  } catch (const std::exception& e) {\n")
+string(APPEND _program "    std::cerr << \"the snippet at \" << where << \" threw: \" << e.what() << \"\\n\";\n    return 1;\n  }\n")
+string(APPEND _program "  std::cout << \"README.md: ${_count} C++ snippets ran\\n\";\n}\n")
+string(REPLACE "@LOOM_SEMICOLON@" ";" _program "${_program}")
+string(REPLACE "@LOOM_OPEN@" "[" _program "${_program}")
+string(REPLACE "@LOOM_CLOSE@" "]" _program "${_program}")
+string(REPLACE "@LOOM_BACKSLASH@" "\\" _program "${_program}")
+file(WRITE ${OUTPUT} "${_program}")
