@@ -55,7 +55,7 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors"));
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors.ckpt"));
   const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
-  EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n1,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
   // The chart command works from anywhere: the script and the CSV by absolute path.
   // LOOM_SOURCE_DIR (set by CTest) rather than __FILE__, which ccache's base_dir makes relative.
@@ -63,7 +63,8 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   ASSERT_NE(source_dir, nullptr) << "run the test through ctest";
   const fs::path source_root = source_dir;
   const std::string script = (source_root / "tools" / "plot_metrics.py").string();
-  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"),
+  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ +
+                            "/m.metrics.csv --saved-epoch 1)"),
             std::string::npos)
       << train_out_;
   // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
