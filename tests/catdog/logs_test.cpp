@@ -25,8 +25,8 @@ namespace fs = std::filesystem;
 class CatdogLogs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = (fs::temp_directory_path() / ("loom_catdog_logs_" + std::to_string(::getpid())))
-                .string();
+    root_ =
+        (fs::temp_directory_path() / ("loom_catdog_logs_" + std::to_string(::getpid()))).string();
     fs::remove_all(root_);
     testing::make_photo_folder(root_ + "/data", 6, 3, 17);  // 12 training images: 3 batches of 4
   }
@@ -34,11 +34,19 @@ class CatdogLogs : public ::testing::Test {
 
   static std::vector<std::string> args(const std::string& name, int epochs,
                                        const std::vector<std::string>& more = {}) {
-    std::vector<std::string> a = {"train",        "--data",    root_ + "/data",
-                                  "--epochs",     std::to_string(epochs),
-                                  "--batch-size", "4",         "--device",
-                                  "cpu",          "--workers", "0",
-                                  "--out",        root_ + "/" + name + ".st"};
+    std::vector<std::string> a = {"train",
+                                  "--data",
+                                  root_ + "/data",
+                                  "--epochs",
+                                  std::to_string(epochs),
+                                  "--batch-size",
+                                  "4",
+                                  "--device",
+                                  "cpu",
+                                  "--workers",
+                                  "0",
+                                  "--out",
+                                  root_ + "/" + name + ".st"};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -90,8 +98,8 @@ std::map<int, double> csv_column(const std::string& csv_path, const std::string&
 }
 
 TEST_F(CatdogLogs, PipedRunCarriesTheNumbersAndCountsEpochsFromOne) {
-  const auto [status, text] = testing::run_to_end(args("piped", 2, {"--print-losses"}),
-                                                  root_ + "/piped");
+  const auto [status, text] =
+      testing::run_to_end(args("piped", 2, {"--print-losses"}), root_ + "/piped");
   ASSERT_EQ(status, 0) << text;
   const std::vector<std::string> lines = lines_of(text);
   ASSERT_FALSE(lines.empty());
@@ -198,15 +206,16 @@ TEST_F(CatdogLogs, LossLinesEndTheBarLineUnderMpirun) {
   if (!dist::backend_available(dist::Backend::Mpi)) GTEST_SKIP() << "built without MPI";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
   const std::string out = root_ + "/mpi.out";
-  std::string command = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl "
-                        "self,vader -np 2 " +
-                        testing::catdog_binary();
+  std::string command =
+      "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl "
+      "self,vader -np 2 " +
+      testing::catdog_binary();
   for (const std::string& a : args("mpi", 1, {"--print-losses", "--backend", "mpi"}))
     command += " '" + a + "'";
   const int status = std::system((command + " > " + out + " 2>&1").c_str());
   const std::string output = testing::read_text(out);
   ASSERT_EQ(status, 0) << output;
-  EXPECT_EQ(expect_loss_lines_start_lines(output), 2) << output;  // 6 images a rank, batch 4
+  EXPECT_EQ(expect_loss_lines_start_lines(output), 2) << output;         // 6 images a rank, batch 4
   EXPECT_NE(output.find("\033[K\nstep "), std::string::npos) << output;  // after a bar
   EXPECT_NE(output.find("world size 2 (launched, mpi)"), std::string::npos) << output;
 }

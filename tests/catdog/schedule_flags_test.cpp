@@ -27,11 +27,19 @@ class ScheduleFlags : public ::testing::Test {
 
   static std::vector<std::string> args(const std::string& name, int epochs,
                                        const std::vector<std::string>& more = {}) {
-    std::vector<std::string> a = {"train",        "--data",    root_ + "/data",
-                                  "--epochs",     std::to_string(epochs),
-                                  "--batch-size", "4",         "--device",
-                                  "cpu",          "--workers", "0",
-                                  "--out",        root_ + "/" + name + ".st"};
+    std::vector<std::string> a = {"train",
+                                  "--data",
+                                  root_ + "/data",
+                                  "--epochs",
+                                  std::to_string(epochs),
+                                  "--batch-size",
+                                  "4",
+                                  "--device",
+                                  "cpu",
+                                  "--workers",
+                                  "0",
+                                  "--out",
+                                  root_ + "/" + name + ".st"};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -78,12 +86,10 @@ TEST_F(ScheduleFlags, CosineWithWarmUpFollowsItsClosedForm) {
 }
 
 TEST_F(ScheduleFlags, PlateauCutsTheRateWhereValidationLossStalls) {
-  const std::string text =
-      train("plateau", 5,
-            {"--reduce-lr-on-plateau", "--plateau-patience", "1", "--plateau-factor", "0.5",
-             "--lr", "0.05"});
-  EXPECT_NE(text.find("reduce lr on plateau (patience 1, factor 0.5)"), std::string::npos)
-      << text;
+  const std::string text = train("plateau", 5,
+                                 {"--reduce-lr-on-plateau", "--plateau-patience", "1",
+                                  "--plateau-factor", "0.5", "--lr", "0.05"});
+  EXPECT_NE(text.find("reduce lr on plateau (patience 1, factor 0.5)"), std::string::npos) << text;
   // Keras' rule on the logged validation losses: the lr an epoch ends with is the one it
   // trained at; each epoch that does not beat the best halves the next one's.
   const std::vector<double> val_loss = column("plateau", "val_loss"), lr = column("plateau", "lr");

@@ -42,8 +42,8 @@ TEST(LrCallbacks, PlateauRuleCooldownAndFloor) {
   OneParameter p;
   // Max mode, patience 1, cooldown 1, floor 0.02: a cut at every epoch that does not beat the
   // best by more than 0.01, except the one after a cut.
-  optim::ReduceLROnPlateau rule(p.optimizer, optim::ReduceLROnPlateau::Mode::Max, 0.5, 1, 0.01,
-                                1, 0.02);
+  optim::ReduceLROnPlateau rule(p.optimizer, optim::ReduceLROnPlateau::Mode::Max, 0.5, 1, 0.01, 1,
+                                0.02);
   const std::vector<std::pair<double, double>> steps = {
       {0.50, 0.1},    // the first is the best
       {0.505, 0.05},  // not better by more than 0.01: cut
