@@ -226,7 +226,8 @@ int main(int argc, char** argv) {
       ->add_option(
           "--precision", t.precision,
           "fp32; tf32 (convolutions on TF32 tensor cores); bf16 (mixed "
-          "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights)")
+          "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights). "
+          "The CPU computes in fp32 (the header says so) and refuses bf16")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   train->add_flag(

@@ -220,6 +220,26 @@ TEST_F(CatdogLogs, LossLinesEndTheBarLineUnderMpirun) {
   EXPECT_NE(output.find("world size 2 (launched, mpi)"), std::string::npos) << output;
 }
 
+// An installed loom-catdog (PREFIX/bin) names the plotting script installed beside it
+// (PREFIX/share/loom), not the source tree it was built from.
+TEST_F(CatdogLogs, AnInstalledBinarysChartHintNamesItsOwnScript) {
+  const std::string prefix = root_ + "/prefix";
+  fs::create_directories(prefix + "/bin");
+  fs::create_directories(prefix + "/share/loom");
+  fs::copy_file(testing::catdog_binary(), prefix + "/bin/loom-catdog");
+  std::ofstream(prefix + "/share/loom/plot_metrics.py") << "# stands in for the installed one\n";
+  const std::string out = root_ + "/installed.out";
+  std::string command = prefix + "/bin/loom-catdog";
+  for (const std::string& a : args("installed", 1)) command += " '" + a + "'";
+  ASSERT_EQ(std::system((command + " > " + out + " 2>&1").c_str()), 0) << testing::read_text(out);
+  const std::string text = testing::read_text(out);
+  EXPECT_NE(text.find("(chart: python3 " + prefix + "/share/loom/plot_metrics.py " + root_ +
+                      "/installed.metrics.csv --saved-epoch 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("tools/plot_metrics.py"), std::string::npos) << text;
+}
+
 TEST_F(CatdogLogs, Bf16IsRefusedOnTheCpu) {
   testing::expect_prompt_error(args("bf16", 1, {"--precision", "bf16"}), root_ + "/bf16",
                                {"--precision bf16", "CUDA only", "--precision fp32"});
