@@ -98,14 +98,16 @@ void TensorBoardLogger::on_batch_end(TrainContext& ctx) {
 
 void TensorBoardLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
   if (ctx.rank != 0) return;
+  for (const auto& [name, value] : metrics) {
+    if (run_and_tag(name).first != "validation" || validation_writer_) continue;
+    // Opened before the clock below is read: its first record's time precedes the scalars'.
+    validation_writer_ = std::make_unique<EventFileWriter>(run_folder(options_.dir, "validation"));
+    validation_path_ = validation_writer_->path();
+  }
   const double now = wall_time_now();
   const int64_t step = ctx.epoch + 1;  // epochs counted from 1, as people read them
   for (const auto& [name, value] : metrics) {
     const auto [run, tag] = run_and_tag(name);
-    if (run == "validation" && !validation_writer_) {
-      validation_writer_ = std::make_unique<EventFileWriter>(run_folder(options_.dir, run));
-      validation_path_ = validation_writer_->path();
-    }
     (run == "validation" ? *validation_writer_ : *writer_).add_scalar(tag, value, step, now);
   }
   const double seconds = std::chrono::duration<double>(last_batch_end_ - epoch_start_).count();
