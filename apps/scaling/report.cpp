@@ -441,7 +441,7 @@ std::string report_json(const Report& report) {
   j["placement"] = placement_name(c.placement);
   j["launch"] = c.launch;
   j["graph"] = c.graph;
-  j["precision"] = c.precision;
+  j["precision"] = computed_precision(c);  // fp32 on the CPU, whatever --precision said
   j["channels_last"] = c.channels_last;
   j["scaling"] = c.strong ? "strong" : "weak";
   j["data"] = c.data;

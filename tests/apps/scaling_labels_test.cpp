@@ -1,8 +1,11 @@
 // loom-scaling labels what it measured: a CPU run's chart title names the precision it computed
 // in (fp32, not the --precision meant for CUDA) and says "not a multi-GPU speedup", as do ranks
 // sharing one GPU, and neither draws the ideal line or the seed's published GPU points; every
-// CPU row of more than one rank says it; the warm-up line speaks of the device that ran.
+// CPU row of more than one rank says it (report.json's precision is fp32 too); the warm-up line
+// speaks of the device that ran.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "scaling/outputs.h"
 #include "scaling/scaling.h"
@@ -72,6 +75,7 @@ TEST(ScalingLabels, CpuRowsAndTheWarmUpLineSayWhatRan) {
   EXPECT_NE(text.find("CPU thread ranks share its cores: not a multi-GPU speedup"),
             std::string::npos)
       << text;
+  EXPECT_EQ(nlohmann::json::parse(scaling::report_json(report)).at("precision"), "fp32");
   const scaling::Report gpu_text_report = two_rank_report(scaling::Placement::Gpus);
   EXPECT_NE(scaling::report_text(gpu_text_report).find("so the GPU is at its clocks"),
             std::string::npos);
