@@ -24,6 +24,7 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         sys.exit("plot_metrics: matplotlib is not installed; from loom's source folder run "
                  "LOOM_WITH_PLOTTING=1 scripts/install-deps.sh (Debian's python3-matplotlib), "
@@ -49,6 +50,7 @@ def main():
             ax.axvline(args.saved_epoch, color="gray", linestyle="--",
                        label=f"saved (epoch {args.saved_epoch})")
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
         ax.legend()
