@@ -21,13 +21,11 @@ constexpr double kRedrawSeconds = 0.2;  // a terminal line at most this often: e
 std::mutex open_line_mutex;
 const std::ostream* open_line = nullptr;
 
-void set_line_open(const std::ostream* out, bool open) {
+// Redraws the line in place ("\r", the line, erase to its end) and leaves it open.
+void redraw(std::ostream& out, const std::string& line) {
   const std::lock_guard<std::mutex> lock(open_line_mutex);
-  if (open) {
-    open_line = out;
-  } else if (open_line == out) {
-    open_line = nullptr;
-  }
+  out << "\r" << line << "\033[K" << std::flush;
+  open_line = &out;
 }
 }  // namespace
 
@@ -191,8 +189,7 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
       join({head, time, l, acc}, " "),
       join({head, l, acc}, " "),
       join({std::to_string(step) + "/" + std::to_string(total_), l, acc}, " ")};
-  *out_ << "\r" << fit_line(candidates, columns_) << "\033[K" << std::flush;
-  set_line_open(out_, true);
+  redraw(*out_, fit_line(candidates, columns_));
 }
 
 void ProgressBar::validating(int64_t batch, int64_t batches) {
@@ -202,13 +199,10 @@ void ProgressBar::validating(int64_t batch, int64_t batches) {
     return;
   last_draw_ = now;
   const std::string count = std::to_string(batch) + "/" + std::to_string(batches);
-  *out_ << "\r"
-        << fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) +
-                         " - validating " + count,
-                     prefix() + " validating " + count, "validating " + count},
-                    columns_)
-        << "\033[K" << std::flush;
-  set_line_open(out_, true);
+  redraw(*out_, fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) +
+                              " - validating " + count,
+                          prefix() + " validating " + count, "validating " + count},
+                         columns_));
 }
 
 void ProgressBar::finish(const EpochMetrics& metrics, double seconds, double train_seconds,
