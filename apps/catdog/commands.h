@@ -84,6 +84,18 @@ struct TrainArgs {
   // reached by a linear warmup over warmup_epochs (Goyal et al. 2017).
   std::string scale_lr = "off";
   int64_t warmup_epochs = 5;
+  // --warmup-epochs was given: then a one-rank --lr-schedule cosine run warms up too
+  // (optim::CosineWithWarmup); unset, only --scale-lr linear warms up (over the 5 above).
+  bool warmup_given = false;
+  // Keras' ReduceLROnPlateau on val_loss (optim::ReduceLROnPlateau): the rate times
+  // plateau_factor after plateau_patience epochs without a lower validation loss.
+  bool reduce_lr_on_plateau = false;
+  int64_t plateau_patience = 3;
+  double plateau_factor = 0.1;
+  // Targets smoothed by this (0: off): nn::cross_entropy's label_smoothing, or y(1 - s) + s/2
+  // for the one-logit head (Keras' BinaryCrossentropy(label_smoothing=s)).
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // clip gradients to this global norm before each step (0: off)
   // Model parallelism on one rank (dist::PipelineParallel): the model cut into this many stages
   // (0 or 1: not cut), over cuda:0..N-1 when the run is on CUDA and has that many GPUs, else all
   // on the run's device (each stage on its own stream); each batch cut into micro_batches, run

@@ -47,7 +47,8 @@ int train_fashion_fallback(const TrainArgs& args) {
   if (plan.prints()) {
     std::cout << "loom-catdog: Fashion-MNIST, " << train_set->size() << " training and "
               << test_data.size() << " test images, " << epochs << " epochs on "
-              << plan.device.str() << ranks_summary(plan, args.batch_size) << "\n";
+              << plan.device.str() << ranks_summary(plan, args.batch_size) << "\n"
+              << std::flush;  // before the files are read
   }
 
   io::Preprocessing prep;

@@ -28,6 +28,23 @@ class EpochwiseAtSteps : public optim::LRScheduler {
 
 }  // namespace
 
+bool cosine_warmup(const TrainArgs& a, const std::string& schedule, int world_size) {
+  const bool scaled_warmup = a.scale_lr == "linear" && a.warmup_epochs > 0 && world_size > 1;
+  return schedule == "cosine" && a.warmup_given && a.warmup_epochs > 0 && !scaled_warmup;
+}
+
+std::string lr_warmup_of(const TrainArgs& a, const std::string& schedule, int world_size) {
+  if (!cosine_warmup(a, schedule, world_size)) return "off";
+  return std::to_string(a.warmup_epochs) + " epoch" + (a.warmup_epochs == 1 ? "" : "s");
+}
+
+std::string plateau_of(const TrainArgs& a) {
+  if (!a.reduce_lr_on_plateau) return "off";
+  std::ostringstream text;
+  text << "patience " << a.plateau_patience << ", factor " << a.plateau_factor;
+  return text.str();
+}
+
 std::string lr_scaling_of(const TrainArgs& a) {
   if (a.scale_lr == "off") return "off";
   return a.scale_lr + ", warmup " + std::to_string(a.warmup_epochs) + " epochs";
@@ -62,6 +79,32 @@ LrPlan make_lr_plan(const TrainArgs& a, const std::string& schedule, int world_s
   }
   optim::Optimizer& o = *plan.optimizer;
   using Period = train::LRSchedulerStep::Period;
+  const bool scaled_warmup = scaled && a.warmup_epochs > 0 && world_size > 1;
+  LOOM_CHECK(!a.warmup_given || a.warmup_epochs == 0 || scaled || schedule == "cosine",
+             "--warmup-epochs ", a.warmup_epochs,
+             ": a warm-up leads into --lr-schedule cosine (or a --scale-lr linear run's "
+             "scaled rate); this run's schedule is ",
+             schedule);
+  if (a.reduce_lr_on_plateau) {
+    LOOM_CHECK(schedule == "constant" && !scaled_warmup,
+               "--reduce-lr-on-plateau sets the rate from the validation loss, so it takes "
+               "--lr-schedule constant and no --scale-lr warmup; this run has --lr-schedule ",
+               schedule, scaled_warmup ? " and a --scale-lr linear warmup" : "");
+    plan.plateau = std::make_unique<optim::ReduceLROnPlateau>(
+        o, optim::ReduceLROnPlateau::Mode::Min, a.plateau_factor, a.plateau_patience, 0.0);
+    plan.stepper = std::make_shared<train::ReduceLROnPlateauStep>(*plan.plateau, "val_loss");
+    return plan;
+  }
+  if (cosine_warmup(a, schedule, world_size)) {  // step by step: warm-up, then the cosine
+    LOOM_CHECK(a.warmup_epochs < a.epochs, "--warmup-epochs ", a.warmup_epochs,
+               " must be fewer than --epochs (", a.epochs, "): the cosine decays after it");
+    LOOM_CHECK(steps_per_epoch > 0, "--warmup-epochs: an epoch of ", steps_per_epoch,
+               " steps cannot be warmed up over");
+    plan.schedules.push_back(std::make_unique<optim::CosineWithWarmup>(
+        o, a.warmup_epochs * steps_per_epoch, a.epochs * steps_per_epoch));
+    plan.stepper = std::make_shared<train::LRSchedulerStep>(*plan.schedules.back(), Period::Batch);
+    return plan;
+  }
   if (schedule == "cosine") {  // a cosine decay over the run, stepped per epoch
     plan.schedules.push_back(std::make_unique<optim::CosineAnnealingLR>(o, a.epochs));
   }

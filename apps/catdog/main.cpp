@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "flag_hints.h"
 #include "version.h"
 
 using namespace loom::catdog;
@@ -30,10 +31,36 @@ const CLI::Validator kNonEmpty(
     [](std::string& text) { return text.empty() ? "the path is empty" : ""; }, "PATH",
     "non-empty path");
 
+// The long flags of `app` ("--epochs", ...), for flag_hints.
+std::vector<std::string> long_flags(const CLI::App& app) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+  }
+  return flags;
+}
+
+// After CLI11's own message for a failed parse: for each unknown flag, the known flag of the
+// subcommand given (or of the top level) nearest to it ("did you mean --epochs?").
+void print_flag_hints(CLI::App& app, int argc, char** argv) {
+  const std::vector<CLI::App*> given = app.get_subcommands();
+  const CLI::App& where = given.empty() ? app : *given.front();
+  std::vector<std::string> known = long_flags(where);
+  if (&where != &app) {
+    for (const std::string& f : long_flags(app)) known.push_back(f);  // --help, --version
+  }
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const std::string command = given.empty() ? "loom-catdog" : "loom-catdog " + where.get_name();
+  for (const std::string& hint : loom::catdog::flag_hints(args, known))
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), hint.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"loom-catdog: the seed's cat/dog classifier (train, evaluate, predict)"};
+  CLI::App app{
+      "loom-catdog: the seed's cat/dog classifier (train, evaluate, predict, and import of "
+      "PyTorch weights)"};
   app.require_subcommand(1);
   app.set_version_flag(
       "--version", [] { return version_text(); },
@@ -90,11 +117,45 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train
       ->add_option("--lr-schedule", t.lr_schedule,
-                   "constant or cosine (per epoch, to 0 at the end); "
+                   "constant or cosine (per epoch, to 0 at the end; with --warmup-epochs W: a "
+                   "linear warm-up over W epochs, then the cosine over the rest, step by step); "
                    "default: cosine for resnet18, constant otherwise")
       ->check(CLI::IsMember({"constant", "cosine"}));
+  train->add_flag("--reduce-lr-on-plateau", t.reduce_lr_on_plateau,
+                  "multiply the learning rate by --plateau-factor after --plateau-patience "
+                  "epochs without a lower validation loss (Keras' ReduceLROnPlateau; with "
+                  "--lr-schedule constant)");
+  train
+      ->add_option("--plateau-patience", t.plateau_patience,
+                   "with --reduce-lr-on-plateau: epochs without improvement before a reduction")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}))
+      ->capture_default_str();
+  train
+      ->add_option("--plateau-factor", t.plateau_factor,
+                   "with --reduce-lr-on-plateau: what each reduction multiplies the rate by")
+      ->check(kFinite)
+      ->check(CLI::Range(1e-6, 0.999999))
+      ->capture_default_str();
+  train
+      ->add_option("--label-smoothing", t.label_smoothing,
+                   "train towards targets smoothed by S (Keras' and PyTorch's definitions: "
+                   "y(1 - S) + S/2 for two classes, S spread over the classes otherwise); the "
+                   "losses shown are the smoothed ones")
+      ->check(kFinite)
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
+  train
+      ->add_option("--clip-grad-norm", t.clip_grad_norm,
+                   "clip the gradients to this global L2 norm before each step (0: off)")
+      ->check(kFinite)
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
   train->add_option("--device", t.device, "cpu, cuda or cuda:N (default: cuda when available)");
-  train->add_option("--seed", t.seed)->capture_default_str();
+  train
+      ->add_option("--seed", t.seed,
+                   "seeds the weights, the shuffling, the augmentation and --limit's subset: "
+                   "the same seed and flags train the same model")
+      ->capture_default_str();
   train->add_option("--out", t.out, "the model file (of the best or the last epoch: --save)")
       ->check(kNonEmpty)
       ->capture_default_str();
@@ -167,7 +228,8 @@ int main(int argc, char** argv) {
       ->add_option(
           "--precision", t.precision,
           "fp32; tf32 (convolutions on TF32 tensor cores); bf16 (mixed "
-          "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights)")
+          "precision on CUDA: convolutions and matrix products in bfloat16, float32 weights). "
+          "The CPU computes in fp32 (the header says so) and refuses bf16")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   train->add_flag(
@@ -205,9 +267,14 @@ int main(int argc, char** argv) {
                    "batch is world size x --batch-size), after a linear warmup")
       ->check(CLI::IsMember({"off", "linear"}))
       ->capture_default_str();
-  train->add_option("--warmup-epochs", t.warmup_epochs, "epochs of the --scale-lr linear warmup")
-      ->check(CLI::Range(int64_t{0}, int64_t{10000}))
-      ->capture_default_str();
+  // Unchecked here: set, it also warms up a one-rank cosine run (lr_plan.h).
+  int64_t warmup_epochs = 0;
+  auto* warmup_flag =
+      train
+          ->add_option("--warmup-epochs", warmup_epochs,
+                       "epochs of a linear warm-up: the --scale-lr linear one (default 5), or "
+                       "with --lr-schedule cosine the warm-up before the cosine decay")
+          ->check(CLI::Range(int64_t{0}, int64_t{10000}));
 
   EvaluateArgs e;
   auto* evaluate = app.add_subcommand("evaluate",
@@ -313,7 +380,10 @@ int main(int argc, char** argv) {
       "  loom-catdog train --model resnet18 --gpus 4        # four GPUs, DistributedDataParallel\n"
       "  loom-catdog train --device cpu --world-size 2      # two ranks on the CPU\n"
       "  loom-catdog train --pipeline 2 --micro-batches 8   # the model cut into two stages\n"
-      "  loom-catdog train --resume catdog.safetensors.ckpt # continue a stopped run");
+      "  loom-catdog train --resume catdog.safetensors.ckpt # continue a stopped run\n"
+      "  loom-catdog train --lr-schedule cosine --warmup-epochs 2 --label-smoothing 0.1 "
+      "--clip-grad-norm 1.0\n"
+      "  loom-catdog train --reduce-lr-on-plateau --plateau-patience 2");
   evaluate->footer(
       "Examples:\n"
       "  loom-catdog evaluate --model catdog.safetensors --data ../shared/data/cats_dogs\n"
@@ -325,7 +395,28 @@ int main(int argc, char** argv) {
       "photos/\n"
       "  loom-catdog predict --model classes.safetensors --top-k 3 a.png");
 
-  CLI11_PARSE(app, argc, argv);
+  app.footer(
+      "Examples:\n"
+      "  loom-catdog train --data DIR --epochs 10            # train on DIR/train, validate on "
+      "DIR/val\n"
+      "  loom-catdog evaluate --model catdog.safetensors --data DIR\n"
+      "  loom-catdog predict --model catdog.safetensors photo.jpg photos/\n"
+      "  loom-catdog import --model seed_cnn --weights seed.safetensors --out "
+      "seed.loom.safetensors\n"
+      "  loom-catdog train --help                            # every flag of a subcommand\n");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    // Any failure (arguments not expected, but also "--model is required" when it was mistyped).
+    if (e.get_exit_code() != 0) print_flag_hints(app, argc, argv);
+    return status;
+  }
+  if (warmup_flag->count() > 0) {
+    t.warmup_epochs = warmup_epochs;
+    t.warmup_given = true;
+  }
   if (gpus_flag->count() > 0) t.gpus = gpus;
   if (world_flag->count() > 0) t.world_size = world_size;
   if (top_k_flag->count() > 0) p.top_k = top_k;

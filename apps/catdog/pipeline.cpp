@@ -119,8 +119,9 @@ void check_model_classes(const io::Preprocessing& p, const std::string& source) 
              "); a model needs at least 2");
 }
 
-train::LossFn loss_for_outputs(int64_t outputs) {
-  return outputs == 1 ? train::binary_cross_entropy_loss() : train::cross_entropy_loss();
+train::LossFn loss_for_outputs(int64_t outputs, double label_smoothing) {
+  return outputs == 1 ? train::binary_cross_entropy_loss(label_smoothing)
+                      : train::cross_entropy_loss(label_smoothing);
 }
 
 }  // namespace loom::catdog

@@ -66,7 +66,8 @@ int64_t outputs_for_classes(size_t classes);
 // Refuses a model file (`source`) whose preprocessing names fewer than 2 classes: no model
 // loom-catdog trains has one.
 void check_model_classes(const io::Preprocessing& p, const std::string& source);
-// Binary cross-entropy for a one-logit head, cross-entropy for K class logits.
-train::LossFn loss_for_outputs(int64_t outputs);
+// Binary cross-entropy for a one-logit head, cross-entropy for K class logits; with
+// label_smoothing s, towards smoothed targets (train::binary_cross_entropy_loss).
+train::LossFn loss_for_outputs(int64_t outputs, double label_smoothing = 0.0);
 
 }  // namespace loom::catdog

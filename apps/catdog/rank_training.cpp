@@ -9,20 +9,26 @@ namespace loom::catdog {
 
 namespace {
 
+// "step <global step> loss <hex float>", through train::print_line so that a line printed while
+// the progress bar is drawn in place starts a line of its own (under a terminal, or mpirun's and
+// srun's pseudo-terminals) rather than being glued to the bar.
 class LossPrinter : public train::Callback {
  public:
   void on_batch_end(train::TrainContext& ctx) override {
+    double loss = 0.0;
     if (ctx.group == nullptr) {
-      std::printf("step %" PRId64 " loss %a\n", ctx.global_step, ctx.batch_loss.item<double>());
+      loss = ctx.batch_loss.item<double>();
     } else {
       // Weighted by each rank's batch, so that it is the mean over the global batch.
       const std::vector<double> sums = train::all_reduce_values(
           *ctx.group, {ctx.batch_loss.item<double>() * static_cast<double>(ctx.batch_size),
                        static_cast<double>(ctx.batch_size)});
       if (ctx.rank != 0) return;
-      std::printf("step %" PRId64 " loss %a\n", ctx.global_step, sums[0] / sums[1]);
+      loss = sums[0] / sums[1];
     }
-    std::fflush(stdout);
+    char line[96];
+    std::snprintf(line, sizeof line, "step %" PRId64 " loss %a", ctx.global_step, loss);
+    train::print_line(std::cout, line);
   }
 };
 

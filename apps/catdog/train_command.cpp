@@ -89,6 +89,10 @@ std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
           {"resize", a.resize},
           {"weight_decay", shortest(a.weight_decay)},
           {"lr_schedule", lr_schedule_of(a)},
+          {"lr_warmup", lr_warmup_of(a, lr_schedule_of(a), world_size)},
+          {"reduce_lr_on_plateau", plateau_of(a)},
+          {"label_smoothing", shortest(a.label_smoothing)},
+          {"clip_grad_norm", shortest(a.clip_grad_norm)},
           {"init", init_of(a)},
           {"early_stopping", early_stopping_of(a)},
           {"seed", std::to_string(a.seed)},
@@ -106,6 +110,8 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
   if (key == "init") return a.model == "resnet18" ? "pytorch" : "keras";
   if (key == "early_stopping") return "off";
+  if (key == "lr_warmup" || key == "reduce_lr_on_plateau") return "off";
+  if (key == "label_smoothing" || key == "clip_grad_norm") return "0";
   return "";
 }
 
@@ -164,6 +170,29 @@ void check_train_args(const TrainArgs& a) {
              "--pipeline-schedule: expected gpipe or 1f1b, got \"", a.pipeline_schedule, "\"");
   LOOM_CHECK(a.warmup_epochs >= 0, "--warmup-epochs must be >= 0, got ", a.warmup_epochs);
   LOOM_CHECK(std::isfinite(a.lr) && a.lr > 0.0, "--lr must be a finite number > 0, got ", a.lr);
+  LOOM_CHECK(
+      std::isfinite(a.label_smoothing) && a.label_smoothing >= 0.0 && a.label_smoothing < 1.0,
+      "--label-smoothing must lie in [0, 1), got ", a.label_smoothing);
+  LOOM_CHECK(std::isfinite(a.clip_grad_norm) && a.clip_grad_norm >= 0.0,
+             "--clip-grad-norm must be a finite number >= 0 (0: off), got ", a.clip_grad_norm);
+  LOOM_CHECK(a.plateau_patience >= 0, "--plateau-patience must be >= 0, got ", a.plateau_patience);
+  LOOM_CHECK(a.plateau_factor > 0.0 && a.plateau_factor < 1.0,
+             "--plateau-factor must lie in (0, 1), got ", a.plateau_factor);
+  // make_lr_plan refuses these too; here they fail before any data is read.
+  LOOM_CHECK(!a.reduce_lr_on_plateau || lr_schedule_of(a) == "constant",
+             "--reduce-lr-on-plateau sets the rate from the validation loss, so it takes "
+             "--lr-schedule constant; this run has --lr-schedule ",
+             lr_schedule_of(a));
+  LOOM_CHECK(!a.warmup_given || a.warmup_epochs == 0 || a.scale_lr == "linear" ||
+                 lr_schedule_of(a) == "cosine",
+             "--warmup-epochs ", a.warmup_epochs,
+             ": a warm-up leads into --lr-schedule cosine (or a --scale-lr linear run's scaled "
+             "rate); this run's schedule is ",
+             lr_schedule_of(a));
+  LOOM_CHECK(!a.warmup_given || a.scale_lr == "linear" || lr_schedule_of(a) != "cosine" ||
+                 a.warmup_epochs < a.epochs,
+             "--warmup-epochs ", a.warmup_epochs, " must be fewer than --epochs (", a.epochs,
+             "): the cosine decays after it");
   check_save_args(a);
 }
 
@@ -209,16 +238,18 @@ int decode_threads(const TrainArgs& args) {
   return std::max(args.workers, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-// The command that draws the metrics chart from wherever the user is: the plotting script of
-// this build's source tree, or of the installed share/loom, by absolute path, and the CSV's
-// absolute path (quoted when it holds a space).
-std::string chart_command(const std::string& metrics_csv) {
+// The command that draws the metrics chart from wherever the user is: the plotting script
+// installed beside this binary (<prefix>/share/loom, so that an installed loom-catdog never
+// names a source tree), else this build's source tree's, by absolute path; the CSV's absolute
+// path (quoted when it holds a space); and the saved epoch (from 1) to mark, when there is one.
+std::string chart_command(const std::string& metrics_csv, int64_t saved_epoch) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::vector<fs::path> candidates{fs::path(LOOM_SOURCE_DIR) / "tools" / "plot_metrics.py"};
+  std::vector<fs::path> candidates;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec)
     candidates.push_back(exe.parent_path().parent_path() / "share" / "loom" / "plot_metrics.py");
+  candidates.push_back(fs::path(LOOM_SOURCE_DIR) / "tools" / "plot_metrics.py");
   std::string script = "tools/plot_metrics.py";
   for (const fs::path& candidate : candidates) {
     if (fs::is_regular_file(candidate, ec)) {
@@ -230,7 +261,34 @@ std::string chart_command(const std::string& metrics_csv) {
     return s.find(' ') == std::string::npos ? s : "'" + s + "'";
   };
   const fs::path csv = fs::absolute(metrics_csv, ec);
-  return "python3 " + quoted(script) + " " + quoted(ec ? metrics_csv : csv.string());
+  return "python3 " + quoted(script) + " " + quoted(ec ? metrics_csv : csv.string()) +
+         (saved_epoch > 0 ? " --saved-epoch " + std::to_string(saved_epoch) : "");
+}
+
+// The precision the run computes in, for the header line: --precision on CUDA; on the CPU
+// float32 whatever was asked (TF32 is a mode of CUDA's tensor cores; bf16 is refused there).
+std::string effective_precision(const TrainArgs& args, const Device& device) {
+  return device.is_cuda() ? args.precision : "fp32";
+}
+
+// How each training step runs, for the header line (train_step.h): "pipeline" (--pipeline:
+// stages on their own streams), "captured" (replayed from a CUDA graph: capture_steps) or
+// "eager" (op by op).
+std::string step_mode(const TrainArgs& args, const LaunchPlan& plan) {
+  if (args.pipeline > 1) return "pipeline";
+  if (!plan.device.is_cuda() || args.graph == "off") return "eager";
+  if (plan.world_size == 1) return "captured (CUDA graph)";
+  const bool nccl = plan.backend == dist::Backend::Nccl || plan.backend == dist::Backend::Auto;
+  return args.graph == "on" && nccl ? "captured (CUDA graph)" : "eager";
+}
+
+// Refuses a precision this device does not compute in, before any data is read.
+void check_precision(const TrainArgs& args, const Device& device) {
+  LOOM_CHECK(args.precision != "bf16" || device.is_cuda(),
+             "--precision bf16: mixed precision runs on CUDA only; on the CPU (this run's device ",
+             device.str(),
+             ") loom computes in float32 and would train exactly as fp32 does. Use --precision "
+             "fp32 on the CPU, or --device cuda");
 }
 
 // What every rank trains on, decoded once per process.
@@ -288,6 +346,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
   fit.channels_last = args.channels_last;
   fit.stop_on_preemption = true;  // run_train installed the handlers
+  if (args.clip_grad_norm > 0.0) fit.clip_grad_norm = args.clip_grad_norm;
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
   if (!args.resume.empty()) {  // every rank loads it; DDP then checks that they agree
     fit.resume = io::load_checkpoint(args.resume, *model, optimizer);
@@ -322,8 +381,8 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.callbacks.insert(fit.callbacks.end(), args.callbacks.begin(), args.callbacks.end());
 
   RankRun run;
-  run.history =
-      train::fit(*trained, loss_for_outputs(logits), optimizer, train_loader, &val_loader, fit);
+  run.history = train::fit(*trained, loss_for_outputs(logits, args.label_smoothing), optimizer,
+                           train_loader, &val_loader, fit);
   if (rank.rank == 0 && run.history.preempted_by == 0)
     save_last(args, *model, data.prep, run.history);
   if (stopper) run.stopped_epoch = stopper->stopped_epoch();
@@ -377,6 +436,7 @@ int run_train(const TrainArgs& given) {
   // boundary with a checkpoint instead of killing the process mid-write.
   const train::PreemptionScope preemption;
   const LaunchPlan plan = plan_launch(args);
+  check_precision(args, plan.device);
   // Where the files are written (rank 0), before any data is looked for or read.
   if (plan.prints()) check_train_outputs(args);
   std::optional<vision::DataSplit> split;
@@ -404,20 +464,23 @@ int run_train(const TrainArgs& given) {
              "--precision bf16 does not apply to --pipeline yet "
              "(its stages hand over float32); use tf32 or fp32");
   if (plan.prints()) {
-    std::cout << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-              << plan.device.str() << ", augment " << args.augment << " on the "
-              << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
-              << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
-              << lr_schedule_of(args) << ranks_summary(plan, args.batch_size)
-              << lr_scaling_summary(args, plan.world_size)
-              << (plan.device.is_cuda() && plan.world_size == 1 && args.graph != "off" &&
-                          args.pipeline <= 1
-                      ? ", steps in a CUDA graph"
-                      : "")
-              << (plan.device.is_cuda() && args.precision != "tf32"
-                      ? ", precision " + args.precision
-                      : "")
-              << (args.channels_last ? ", channels-last" : "") << "\n";
+    std::cout
+        << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
+        << plan.device.str() << ", augment " << args.augment << " on the "
+        << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
+        << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
+        << lr_schedule_of(args)
+        << (lr_warmup_of(args, lr_schedule_of(args), plan.world_size) != "off"
+                ? " after a " + lr_warmup_of(args, lr_schedule_of(args), plan.world_size) +
+                      " warm-up"
+                : "")
+        << (args.reduce_lr_on_plateau ? ", reduce lr on plateau (" + plateau_of(args) + ")" : "")
+        << (args.label_smoothing > 0 ? ", label smoothing " + shortest(args.label_smoothing) : "")
+        << (args.clip_grad_norm > 0 ? ", clip grad norm " + shortest(args.clip_grad_norm) : "")
+        << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
+        << ", precision " << effective_precision(args, plan.device) << ", steps "
+        << step_mode(args, plan) << (args.channels_last ? ", channels-last" : "") << "\n"
+        << std::flush;  // before decoding, which takes a while: a piped log shows it now
   }
 
   // The first CUDA step's one-time library work while the photographs decode: on the H200 the
@@ -493,7 +556,9 @@ int run_train(const TrainArgs& given) {
                 history.epochs.back().at("val_loss"));
   }
   std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history)
-            << ", metrics in " << metrics_csv << " (chart: " << chart_command(metrics_csv) << ")\n";
+            << ", metrics in " << metrics_csv
+            << " (chart: " << chart_command(metrics_csv, saved_epoch_of(args, history) + 1)
+            << ")\n";
   return 0;
 }
 

@@ -1,5 +1,7 @@
-// The speedup chart's series (outputs.h), drawn by chart.h: the ideal, the seed's, loom's DDP and
-// pipeline rows, PyTorch's.
+// The speedup chart's series (outputs.h), drawn by chart.h: loom's DDP and pipeline rows,
+// PyTorch's, and beside GPU rows only the ideal and the seed's published GPU figures (CPU ranks
+// and ranks sharing one GPU are not a multi-GPU speedup: their chart says so and shows no GPU
+// reference to be read against).
 #include "outputs.h"
 
 #include <algorithm>
@@ -26,15 +28,22 @@ std::vector<std::pair<double, double>> compare_points(const std::string& text) {
 
 }  // namespace
 
+std::string computed_precision(const Config& c) {
+  return c.placement == Placement::Cpu ? "fp32" : c.precision;
+}
+
 ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& compare_json) {
   const Config& c = report.config;
   ChartSpec spec;
+  const bool gpus = c.placement == Placement::Gpus;
   spec.title = detail::concat(
       c.model, ", ",
       c.strong ? "strong scaling"
-               : detail::concat("batch ", c.batch_per_rank,
-                                c.placement == Placement::Gpus ? " per GPU" : " per rank"),
-      ", ", c.precision, ": speedup against GPU count");
+               : detail::concat("batch ", c.batch_per_rank, gpus ? " per GPU" : " per rank"),
+      ", ", computed_precision(c),
+      gpus                               ? ": speedup against GPU count"
+      : c.placement == Placement::OneGpu ? ", ranks sharing one GPU: not a multi-GPU speedup"
+                                         : " on the CPU: thread ranks, not a multi-GPU speedup");
   spec.x_label = c.placement == Placement::Gpus ? "GPUs" : "ranks";
   spec.y_label = "speedup over the plain model on one device";
 
@@ -78,7 +87,7 @@ ChartSpec speedup_chart(const Report& report, const std::optional<std::string>& 
   seed.label = "Krizhevsky et al. (the seed's figures)";
   seed.r = 255, seed.g = 127, seed.b = 14;
   seed.points = {{1, 1}, {2, 1.7}, {4, 3.5}, {8, 6.2}};
-  spec.series = {ideal, seed};
+  if (gpus) spec.series = {ideal, seed};  // GPU references only beside GPU rows
   if (!loom_points.points.empty()) spec.series.push_back(loom_points);
   if (!pipeline_points.points.empty()) spec.series.push_back(pipeline_points);
   if (!torch_points.empty()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "outputs.h"
 #include "rank_run.h"
 #include "row_figures.h"
 #include "scaling.h"
@@ -318,7 +319,7 @@ std::string report_text(const Report& report) {
     if (line.find_first_not_of(" \t") != std::string::npos) out << "#   " << line << "\n";
   }
   out << "# model " << c.model << " (" << report.parameters << " parameters), precision "
-      << (c.placement == Placement::Cpu ? "fp32 (the CPU path)" : c.precision)
+      << (c.placement == Placement::Cpu ? computed_precision(c) + " (the CPU path)" : c.precision)
       << (c.channels_last ? ", channels-last" : "") << ", "
       << (c.data == "synthetic"
               ? "synthetic 64x64 images"
@@ -330,7 +331,9 @@ std::string report_text(const Report& report) {
       << "\n";
   out << "# " << c.steps << " timed steps after " << c.warmup
       << " warm-up steps (the plain model's for at least " << c.warmup_seconds
-      << " s, so the GPU is at its clocks); step time: "
+      << (c.placement == Placement::Cpu ? " s, so the CPU's caches and allocator are warm"
+                                        : " s, so the GPU is at its clocks")
+      << "); step time: "
       << (c.placement == Placement::Cpu ? "rank 0's host clock"
                                         : "CUDA events on rank 0's compute stream")
       << " (every rank waits for the others each step)\n";
@@ -438,7 +441,7 @@ std::string report_json(const Report& report) {
   j["placement"] = placement_name(c.placement);
   j["launch"] = c.launch;
   j["graph"] = c.graph;
-  j["precision"] = c.precision;
+  j["precision"] = computed_precision(c);  // fp32 on the CPU, whatever --precision said
   j["channels_last"] = c.channels_last;
   j["scaling"] = c.strong ? "strong" : "weak";
   j["data"] = c.data;

@@ -313,6 +313,8 @@ Report run(const Config& config) {
     }
     if (c.placement == Placement::OneGpu && n > 1)
       row.note = "ranks share one GPU: not a multi-GPU speedup";
+    if (c.placement == Placement::Cpu && n > 1)
+      row.note = "CPU thread ranks share its cores: not a multi-GPU speedup";
     if (n == 1 && one_rank) row.note = "timed alternating with the plain model";
     row.launch = n == 1 && one_rank ? "in_process" : c.launch;
     const RankResult r = n == 1 && one_rank ? *one_rank : run_world(worlds, images, n);

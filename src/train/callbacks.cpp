@@ -57,7 +57,8 @@ io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& 
                                      const io::Preprocessing& preprocessing,
                                      const SavedEpoch& saved) {
   return io::prepare_model_file(path, model, preprocessing,
-                                {{kSavedEpochKey, std::to_string(saved.epoch)},
+                                {{kSavedEpochKey, std::to_string(saved.epoch + 1)},
+                                 {kSavedEpochBaseKey, "1"},
                                  {kSavedMetricsKey, nlohmann::json(saved.metrics).dump()}});
 }
 
@@ -75,8 +76,16 @@ std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::s
              epoch != metadata.end() ? kSavedMetricsKey : kSavedEpochKey, "\"");
   SavedEpoch saved;
   const std::string epoch_where = source + ": \"" + kSavedEpochKey + "\"";
-  saved.epoch = nn::json_integer(nn::parse_untrusted_json(epoch->second, epoch_where), 0,
-                                 std::numeric_limits<int32_t>::max(), epoch_where);
+  int64_t base = 0;  // a file written before epochs were counted from 1 has no base
+  const auto base_entry = metadata.find(kSavedEpochBaseKey);
+  if (base_entry != metadata.end()) {
+    const std::string base_where = source + ": \"" + kSavedEpochBaseKey + "\"";
+    base = nn::json_integer(nn::parse_untrusted_json(base_entry->second, base_where), 0, 1,
+                            base_where);
+  }
+  saved.epoch = nn::json_integer(nn::parse_untrusted_json(epoch->second, epoch_where), base,
+                                 std::numeric_limits<int32_t>::max(), epoch_where) -
+                base;
   const std::string where = source + ": \"" + kSavedMetricsKey + "\"";
   const nlohmann::json object = nn::parse_untrusted_json(metrics->second, where);
   LOOM_CHECK(object.is_object(), where, " must be a JSON object of metrics, got ",
@@ -252,6 +261,15 @@ void LRSchedulerStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& /*
   if (period_ == Period::Epoch) scheduler_.step();
 }
 
+void ReduceLROnPlateauStep::on_train_begin(TrainContext& ctx) {
+  scheduler_.reset();
+  for (const EpochMetrics& m : ctx.history.epochs) scheduler_.step(monitor_.value_in(m));
+}
+
+void ReduceLROnPlateauStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& metrics) {
+  scheduler_.step(monitor_.value_in(metrics));
+}
+
 std::string history_csv(const History& history) {
   std::set<std::string> names;
   for (const EpochMetrics& m : history.epochs) {
@@ -262,7 +280,7 @@ std::string history_csv(const History& history) {
   for (const std::string& name : names) out << "," << name;
   out << "\n";
   for (size_t e = 0; e < history.epochs.size(); ++e) {
-    out << e;
+    out << e + 1;
     for (const std::string& name : names) {
       out << ",";
       const auto it = history.epochs[e].find(name);
@@ -286,7 +304,7 @@ void JsonLinesLogger::on_epoch_end(TrainContext& ctx, const EpochMetrics& /*metr
   if (ctx.rank != 0) return;
   std::string text;
   for (size_t e = 0; e < ctx.history.epochs.size(); ++e) {
-    text += metrics_json(static_cast<int64_t>(e), ctx.history.epochs[e]) + "\n";
+    text += metrics_json(static_cast<int64_t>(e) + 1, ctx.history.epochs[e]) + "\n";
   }
   ctx.write_file(io::PreparedFile(path_, std::move(text)));
 }

@@ -46,13 +46,17 @@ class BestTracker {
 };
 
 // The epoch whose weights a model file holds, in its metadata beside io::save_model's
-// description: "loom.saved_epoch" (counted from 0, as History and the metrics logs count) and
-// "loom.saved_metrics" (that epoch's metrics as one JSON object, {"accuracy": 0.81, ...}).
+// description: "loom.saved_epoch" (counted from 1, as the console, the metrics logs and
+// TensorBoard count for people: docs/ARCHITECTURE.md, "Epoch numbers"), "loom.saved_epoch_base"
+// ("1": files written before it counted from 0 and have no such key) and "loom.saved_metrics"
+// (that epoch's metrics as one JSON object, {"accuracy": 0.81, ...}). In code SavedEpoch::epoch
+// is History's index, from 0.
 struct SavedEpoch {
-  int64_t epoch = 0;
+  int64_t epoch = 0;  // from 0: history.epochs[epoch]
   EpochMetrics metrics;
 };
 inline constexpr const char* kSavedEpochKey = "loom.saved_epoch";
+inline constexpr const char* kSavedEpochBaseKey = "loom.saved_epoch_base";
 inline constexpr const char* kSavedMetricsKey = "loom.saved_metrics";
 
 // io::save_model, with `saved` in the metadata.
@@ -64,7 +68,8 @@ io::PreparedFile prepare_epoch_model(const std::string& path, const nn::Module& 
                                      const SavedEpoch& saved);
 // The SavedEpoch of a model file's metadata, or nothing when it has neither key. The file may be
 // a download: its JSON is read as untrusted (nn/untrusted_json.h), the epoch must be an integer
-// in [0, 2^31), the metrics an object of at most 256 finite numbers; errors name `source`.
+// in [base, 2^31) (base 1, or 0 for a file without "loom.saved_epoch_base"), the metrics an
+// object of at most 256 finite numbers; errors name `source`.
 std::optional<SavedEpoch> saved_epoch(const io::Metadata& metadata, const std::string& source);
 
 struct CheckpointOptions {
@@ -162,6 +167,22 @@ class LRSchedulerStep : public Callback {
   Period period_;
 };
 
+// Steps an optim::ReduceLROnPlateau with each epoch's `monitor` metric (Keras: val_loss). At
+// on_train_begin it resets it and steps it with the finished epochs of the History, so that a
+// resumed run reaches the rate the uninterrupted run had. Every rank steps it alike (the
+// metrics are the same on every rank).
+class ReduceLROnPlateauStep : public Callback {
+ public:
+  ReduceLROnPlateauStep(optim::ReduceLROnPlateau& scheduler, std::string monitor = "val_loss")
+      : scheduler_(scheduler), monitor_(std::move(monitor), Mode::Auto) {}
+  void on_train_begin(TrainContext& ctx) override;
+  void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
+
+ private:
+  optim::ReduceLROnPlateau& scheduler_;
+  BestTracker monitor_;  // only for value_in: the metric, or an error naming those present
+};
+
 // Rewrites the whole log from the History at each epoch end (atomically, through
 // TrainContext::write_file), so a resumed run's file is the same as an uninterrupted run's.
 class CsvLogger : public Callback {
@@ -182,7 +203,8 @@ class JsonLinesLogger : public Callback {
   std::string path_;
 };
 
-// The CSV text of a history: "epoch,<metrics sorted by name>" then one row per epoch.
+// The CSV text of a history: "epoch,<metrics sorted by name>" then one row per epoch, epochs
+// counted from 1 (JsonLinesLogger's lines too).
 std::string history_csv(const History& history);
 
 }  // namespace loom::train

@@ -184,7 +184,8 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
                " (were whole batches of bad samples skipped?)");
 
     EpochMetrics metrics;
-    const Sums sums = epoch_sums(ctx);
+    const Sums sums = epoch_sums(ctx);  // waits for the device: the training steps are done
+    const double train_seconds = seconds_since(epoch_start);
     if (sums.samples > 0) {
       metrics["loss"] = sums.loss / sums.samples;
       metrics["accuracy"] = sums.correct / sums.samples;
@@ -203,7 +204,8 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
     history.epochs.push_back(metrics);
     ctx.epoch_finished = true;
     const double seconds = seconds_since(epoch_start);
-    bar.finish(metrics, seconds);
+    bar.finish(metrics, seconds, train_seconds,
+               (ctx.samples_seen - samples_before) * ctx.world_size);
     for (const CallbackPtr& cb : options.callbacks) cb->on_epoch_end(ctx, metrics);
     if (ctx.epoch + 1 < options.epochs && !ctx.stop_training && preempted_here(ctx, options)) {
       ++ctx.epoch;  // as the loop's header would: the next epoch is the one to resume

@@ -24,10 +24,12 @@
 
 namespace loom::train {
 
-// For a binary head [B, 1] of logits: binary_cross_entropy_with_logits against the 0/1 labels.
-LossFn binary_cross_entropy_loss();
-// For class logits [B, K]: cross_entropy against the class indices.
-LossFn cross_entropy_loss();
+// For a binary head [B, 1] of logits: binary_cross_entropy_with_logits against the 0/1 labels,
+// smoothed to y (1 - s) + s / 2 with label_smoothing s (Keras' BinaryCrossentropy).
+LossFn binary_cross_entropy_loss(double label_smoothing = 0.0);
+// For class logits [B, K]: cross_entropy against the class indices (label_smoothing as
+// nn::cross_entropy, PyTorch's definition).
+LossFn cross_entropy_loss(double label_smoothing = 0.0);
 
 // The number of correct predictions as a float32 device scalar: logit >= 0 (p >= 0.5, as predict
 // decides) means class 1 for a binary head [B, 1], argmax otherwise.

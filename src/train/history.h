@@ -18,13 +18,16 @@ struct History {
 
   // The values of one metric over the epochs that have it.
   std::vector<double> values(const std::string& metric) const;
-  std::string to_json() const;  // [{"epoch": 0, "loss": ...}, ...]
+  // [{"epoch": 0, "loss": ...}, ...]: epoch is the position, from 0 (a checkpoint's form, which
+  // io::parse_epoch_metrics reads back; the logs people read count from 1: metrics_json).
+  std::string to_json() const;
   // Throws loom::Error naming `source` when the JSON is not such a list (io::parse_epoch_metrics:
   // depth-limited, no repeated keys, finite numbers, "epoch" the position).
   static History from_json(const std::string& json, const std::string& source);
 };
 
-// One line of JSON for one epoch's metrics, with "epoch" first.
+// One line of JSON for one epoch's metrics, with "epoch" first (JsonLinesLogger passes the
+// epoch counted from 1).
 std::string metrics_json(int64_t epoch, const EpochMetrics& metrics);
 
 }  // namespace loom::train

@@ -8,12 +8,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <utility>
 
 namespace loom::train {
 
 namespace {
 constexpr double kRedrawSeconds = 0.2;  // a terminal line at most this often: each draw syncs
+
+// The stream whose last line is a bar redrawn in place, not yet ended by a newline (null: none).
+// One owner for the terminal's line, whichever rank thread or callback prints.
+std::mutex open_line_mutex;
+const std::ostream* open_line = nullptr;
+
+// Redraws the line in place ("\r", the line, erase to its end) and leaves it open.
+void redraw(std::ostream& out, const std::string& line) {
+  const std::lock_guard<std::mutex> lock(open_line_mutex);
+  out << "\r" << line << "\033[K" << std::flush;
+  open_line = &out;
+}
+}  // namespace
+
+void print_line(std::ostream& out, const std::string& line) {
+  const std::lock_guard<std::mutex> lock(open_line_mutex);
+  if (open_line == &out) out << "\n";
+  open_line = nullptr;
+  out << line << "\n" << std::flush;
 }
 
 std::string format_duration(double seconds) {
@@ -137,14 +157,14 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const int64_t done = step - first_step_;
   const double eta = done > 0 ? elapsed / done * (total_ - step) : 0.0;
+  const std::string speed = done > 0 ? per_step(elapsed / done) : "";
+  const std::string rate = samples > 0 && elapsed > 0 ? images_per_second(samples / elapsed) : "";
   char counter[48];
   if (!tty_) {
     std::snprintf(counter, sizeof counter, "step %lld/%lld", (long long)step, (long long)total_);
-    *out_ << join({prefix() + " " + counter, "ETA " + format_duration(eta), metric("loss", loss),
-                   metric("accuracy", accuracy)},
-                  " - ")
-          << "\n"
-          << std::flush;
+    print_line(*out_, join({prefix() + " " + counter, "ETA " + format_duration(eta), speed, rate,
+                            metric("loss", loss), metric("accuracy", accuracy)},
+                           " - "));
     return;
   }
   std::snprintf(counter, sizeof counter, "%5lld/%lld", (long long)step, (long long)total_);
@@ -155,8 +175,6 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
     return " [" + b + "]";
   };
   const std::string head = prefix() + " " + counter, time = "ETA " + format_duration(eta);
-  const std::string speed = done > 0 ? per_step(elapsed / done) : "";
-  const std::string rate = samples > 0 && elapsed > 0 ? images_per_second(samples / elapsed) : "";
   const std::string l = metric("loss", loss), a = metric("accuracy", accuracy),
                     acc = metric("acc", accuracy);
   // From the fullest line to the barest; the first that fits the terminal is drawn.
@@ -171,7 +189,7 @@ void ProgressBar::draw(int64_t step, double loss, double accuracy, int64_t sampl
       join({head, time, l, acc}, " "),
       join({head, l, acc}, " "),
       join({std::to_string(step) + "/" + std::to_string(total_), l, acc}, " ")};
-  *out_ << "\r" << fit_line(candidates, columns_) << "\033[K" << std::flush;
+  redraw(*out_, fit_line(candidates, columns_));
 }
 
 void ProgressBar::validating(int64_t batch, int64_t batches) {
@@ -181,19 +199,22 @@ void ProgressBar::validating(int64_t batch, int64_t batches) {
     return;
   last_draw_ = now;
   const std::string count = std::to_string(batch) + "/" + std::to_string(batches);
-  *out_ << "\r"
-        << fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) +
-                         " - validating " + count,
-                     prefix() + " validating " + count, "validating " + count},
-                    columns_)
-        << "\033[K" << std::flush;
+  redraw(*out_, fit_line({prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_) +
+                              " - validating " + count,
+                          prefix() + " validating " + count, "validating " + count},
+                         columns_));
 }
 
-void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
+void ProgressBar::finish(const EpochMetrics& metrics, double seconds, double train_seconds,
+                         int64_t samples) {
   if (out_ == nullptr) return;
   const std::string head = prefix() + " " + std::to_string(total_) + "/" + std::to_string(total_);
-  std::vector<std::string> full{head, format_duration(seconds)},
-      shorter{head, format_duration(seconds)};
+  const int64_t steps = total_ - first_step_;  // a resumed epoch's bar times its own part
+  const std::string speed = train_seconds > 0 && steps > 0 ? per_step(train_seconds / steps) : "";
+  const std::string rate =
+      train_seconds > 0 && samples > 0 ? images_per_second(samples / train_seconds) : "";
+  std::vector<std::string> full{head, format_duration(seconds), speed, rate},
+      shorter{head, format_duration(seconds), speed, rate};
   for (const auto& [name, abbreviation] : {std::pair<const char*, const char*>{"loss", "loss"},
                                            {"accuracy", "acc"},
                                            {"val_loss", "val_loss"},
@@ -212,10 +233,10 @@ void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
     shorter.push_back(metric(name.c_str(), value));
   }
   if (!tty_) {
-    *out_ << join(full, " - ") << "\n" << std::flush;
+    print_line(*out_, join(full, " - "));
     return;
   }
-  std::vector<std::string> bare(shorter.begin() + 2, shorter.end());
+  std::vector<std::string> bare(shorter.begin() + 4, shorter.end());
   bare.insert(bare.begin(), head);
   // The narrowest keeps the validation metrics first: they are what an epoch's line is read for.
   const std::string epoch = std::to_string(epoch_ + 1) + "/" + std::to_string(epochs_);
@@ -225,12 +246,16 @@ void ProgressBar::finish(const EpochMetrics& metrics, double seconds) {
     const auto it = metrics.find(name);
     if (it != metrics.end()) narrow.push_back(metric(abbreviation, it->second));
   }
+  std::vector<std::string> timed(shorter);  // the ms/step and images/s go before the metrics do
+  timed.erase(timed.begin() + 2, timed.begin() + 4);
+  const std::lock_guard<std::mutex> lock(open_line_mutex);
   *out_ << "\r"
-        << fit_line({join(full, " - "), join(shorter, " - "), join(shorter, " "), join(bare, " "),
-                     join(narrow, " ")},
+        << fit_line({join(full, " - "), join(shorter, " - "), join(shorter, " "), join(timed, " "),
+                     join(bare, " "), join(narrow, " ")},
                     columns_)
         << "\033[K\n"
         << std::flush;
+  if (open_line == out_) open_line = nullptr;
 }
 
 }  // namespace loom::train

@@ -55,7 +55,7 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors"));
   EXPECT_TRUE(fs::exists(root_ + "/m.safetensors.ckpt"));
   const std::string csv = testing::read_text(root_ + "/m.metrics.csv");
-  EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n0,", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("epoch,accuracy,loss,lr,val_accuracy,val_loss\n1,", 0), 0u) << csv;
   EXPECT_TRUE(fs::exists(root_ + "/m.metrics.jsonl"));
   // The chart command works from anywhere: the script and the CSV by absolute path.
   // LOOM_SOURCE_DIR (set by CTest) rather than __FILE__, which ccache's base_dir makes relative.
@@ -63,7 +63,8 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
   ASSERT_NE(source_dir, nullptr) << "run the test through ctest";
   const fs::path source_root = source_dir;
   const std::string script = (source_root / "tools" / "plot_metrics.py").string();
-  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ + "/m.metrics.csv)"),
+  EXPECT_NE(train_out_.find("(chart: python3 " + script + " " + root_ +
+                            "/m.metrics.csv --saved-epoch 1)"),
             std::string::npos)
       << train_out_;
   // The default recipe: the torchvision augmentation, bilinear resizing (recorded for evaluate
@@ -77,8 +78,8 @@ TEST_F(Catdog, TrainsOneEpochAndWritesModelMetricsAndCheckpoint) {
             data::Interpolation::Bilinear);
 }
 
-// --tensorboard makes its folder and fills it with an event file; a path that cannot be a folder
-// is refused before any photograph is read.
+// --tensorboard makes its folder and fills its train/ and validation/ runs with an event file
+// each (Keras' layout); a path that cannot be a folder is refused before any photograph is read.
 TEST_F(Catdog, TensorBoardEventFilesGoIntoAFolderItMakes) {
   const std::string dir = root_ + "/tb/run1";
   const auto [status, out] =
@@ -86,14 +87,21 @@ TEST_F(Catdog, TensorBoardEventFilesGoIntoAFolderItMakes) {
            "cpu", "--workers", "0", "--out", root_ + "/tb.safetensors", "--tensorboard", dir},
           "tensorboard");
   ASSERT_EQ(status, 0) << out;
-  int files = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    EXPECT_EQ(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u)
-        << entry.path();
-    EXPECT_GT(fs::file_size(entry.path()), 0u);
-    ++files;
+  int runs = 0;
+  for (const auto& run_dir : fs::directory_iterator(dir)) {
+    const std::string run = run_dir.path().filename().string();
+    EXPECT_TRUE(run == "train" || run == "validation") << run;
+    ++runs;
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(run_dir.path())) {
+      EXPECT_EQ(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u)
+          << entry.path();
+      EXPECT_GT(fs::file_size(entry.path()), 0u);
+      ++files;
+    }
+    EXPECT_EQ(files, 1) << run;
   }
-  EXPECT_EQ(files, 1);
+  EXPECT_EQ(runs, 2);
   std::ofstream(root_ + "/not_a_folder") << "x";
   expect_clear_error(
       {"train", "--data", root_ + "/data", "--epochs", "1", "--device", "cpu", "--out",

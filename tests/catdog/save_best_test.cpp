@@ -4,6 +4,7 @@
 // better one, as the uninterrupted run's metrics say it should; a resume keeps the best epoch
 // wherever the interrupted run wrote it; bad flags end with one clear message.
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "app_runner.h"
 #include "catdog/commands.h"
@@ -55,12 +56,22 @@ class SaveBest : public ::testing::Test {
     return testing::run_to_end(args(name, epochs, more), root_ + "/" + name);
   }
 
-  // The run's metrics from its JSON lines log, exactly as logged.
+  // The run's metrics from its JSON lines log, exactly as logged (its epochs counted from 1,
+  // History's from 0).
   static train::History history(const std::string& name) {
     std::istringstream lines(testing::read_text(root_ + "/" + name + ".metrics.jsonl"));
-    std::string list, line;
-    while (std::getline(lines, line)) list += (list.empty() ? "[" : ",") + line;
-    return train::History::from_json(list + "]", name);
+    train::History h;
+    std::string line;
+    while (std::getline(lines, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      EXPECT_EQ(j.at("epoch").get<int64_t>(), static_cast<int64_t>(h.epochs.size()) + 1) << line;
+      train::EpochMetrics m;
+      for (const auto& [key, value] : j.items()) {
+        if (key != "epoch") m[key] = value.get<double>();
+      }
+      h.epochs.push_back(m);
+    }
+    return h;
   }
   static std::vector<double> accuracies(const std::string& name) {
     return history(name).values("val_accuracy");
@@ -108,7 +119,8 @@ TEST_F(SaveBest, BestKeepsTheWeightsOfTheBestEpochAndLastTheLast) {
   const train::SavedEpoch s = saved(path("full"));
   EXPECT_EQ(s.epoch, best);
   EXPECT_EQ(s.metrics, h.epochs[static_cast<size_t>(best)]);
-  EXPECT_EQ(io::load_model(path("full")).metadata.at("loom.saved_epoch"), std::to_string(best));
+  EXPECT_EQ(io::load_model(path("full")).metadata.at("loom.saved_epoch"),
+            std::to_string(best + 1));  // counted from 1 in the file
   char final_line[160];
   std::snprintf(final_line, sizeof final_line,
                 "model saved to %s (best epoch %lld of 10, val_accuracy %.4f), metrics in",

@@ -105,7 +105,7 @@ TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
   EXPECT_EQ(rows, 6);
   std::ifstream jsonl(dir + "/m.jsonl");
   std::getline(jsonl, row);
-  EXPECT_EQ(row.rfind("{\"epoch\":0,", 0), 0u) << row;
+  EXPECT_EQ(row.rfind("{\"epoch\":1,", 0), 0u) << row;  // epochs counted from 1 in the logs
   EXPECT_EQ(train::History::from_json(h.to_json(), "t").epochs, h.epochs);
   fs::remove_all(dir);
 }
@@ -263,7 +263,9 @@ TEST(Fit, ModelCheckpointKeepsTheBestEpochAcrossAResume) {
   ASSERT_TRUE(saved.has_value());
   EXPECT_EQ(saved->epoch, 0);  // lr 0: three equal epochs
   EXPECT_EQ(saved->metrics, h.epochs[0]);
-  EXPECT_EQ(best.metadata.at(train::kSavedEpochKey), "0");
+  // Counted from 1 in the file, as people read it; SavedEpoch::epoch is History's index.
+  EXPECT_EQ(best.metadata.at(train::kSavedEpochKey), "1");
+  EXPECT_EQ(best.metadata.at(train::kSavedEpochBaseKey), "1");
 
   // Resumed after epoch 3 with another best model file: epoch 1's is copied from the first.
   const io::Checkpoint ckpt = io::read_checkpoint(dir + "/run.ckpt");
@@ -306,6 +308,18 @@ TEST(Fit, SavedEpochMetadataIsReadAsUntrusted) {
   EXPECT_LOOM_ERROR(read("4", "{\"a\": 1, \"a\": 2}"), "loom.saved_metrics");
   EXPECT_LOOM_ERROR(train::saved_epoch({{train::kSavedEpochKey, "1"}}, "f.st"),
                     "without \"loom.saved_metrics\"");
+  // A file written before epochs were counted from 1 has no base: its epoch is History's index.
+  EXPECT_EQ(read("4", "{}")->epoch, 4);
+  const auto read_based = [](const std::string& epoch, const std::string& base) {
+    return train::saved_epoch({{train::kSavedEpochKey, epoch},
+                               {train::kSavedEpochBaseKey, base},
+                               {train::kSavedMetricsKey, "{}"}},
+                              "f.st");
+  };
+  EXPECT_EQ(read_based("4", "1")->epoch, 3);
+  EXPECT_EQ(read_based("4", "0")->epoch, 4);
+  EXPECT_LOOM_ERROR(read_based("0", "1"), "f.st: \"loom.saved_epoch\"");  // below the base
+  EXPECT_LOOM_ERROR(read_based("4", "2"), "loom.saved_epoch_base");
 }
 
 TEST(Fit, MonitoringAMissingMetricNamesIt) {

@@ -1,6 +1,8 @@
 // The progress bar fits the terminal: every redrawn line of 80 and 120 columns is narrower than
 // the terminal (so it never wraps), the wide one shows ms/step and images/s, and under a real
-// pseudo-terminal the width comes from the terminal itself.
+// pseudo-terminal the width comes from the terminal itself. Off a terminal every line and the
+// epoch's line carry ms/step and images/s too, and a log line printed while a bar is drawn in
+// place (print_line) starts a line of its own.
 #include <fcntl.h>
 #include <loom/loom.h>
 #include <sys/ioctl.h>
@@ -81,6 +83,55 @@ TEST(Progress, PlainLinesStayWholeOffATerminal) {
                      "val_accuracy 0.7525"),
       std::string::npos)
       << out.str();
+}
+
+// What a piped log is read for: each tenth's line and the epoch's line with ms/step and img/s.
+TEST(Progress, PlainLinesAndTheEpochLineCarryTheSpeed) {
+  std::ostringstream out;
+  train::ProgressBar bar(&out, false, 0, 3, 10, 0, false, 80);
+  for (int64_t s = 1; s <= 10; ++s) {
+    if (bar.due(s)) bar.draw(s, 0.5, 0.75, 32 * s);  // as fit asks
+  }
+  // 10 steps of 32 images trained in 2 s: 200 ms/step, 160 img/s.
+  bar.finish({{"loss", 0.5}, {"accuracy", 0.75}, {"val_accuracy", 0.7}}, 2.4, 2.0, 320);
+  std::istringstream lines(out.str());
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);) all.push_back(line);
+  ASSERT_EQ(all.size(), 10u) << out.str();  // the tenths 1..9, then the epoch's line
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    EXPECT_NE(all[i].find("ms/step - "), std::string::npos) << all[i];
+    EXPECT_NE(all[i].find(" img/s - loss 0.5000"), std::string::npos) << all[i];
+  }
+  EXPECT_EQ(all.back(),
+            "Epoch 1/3 10/10 - 2s - 200ms/step - 160 img/s - loss 0.5000 - accuracy 0.7500 - "
+            "val_accuracy 0.7000");
+}
+
+// The terminal's line has one owner: a line printed while a bar is drawn in place ends the bar's
+// line first, and one printed after the epoch's line (which ends its own) adds no empty line.
+TEST(Progress, PrintLineEndsTheBarLineItInterrupts) {
+  std::ostringstream out;
+  train::ProgressBar bar(&out, true, 0, 1, 4, 0, false, 80);
+  bar.draw(4, 0.5, 0.75, 128);  // the last step always draws
+  train::print_line(out, "step 4 loss 0x1p-1");
+  train::print_line(out, "step 5 loss 0x1p-2");
+  bar.validating(1, 1);
+  train::print_line(out, "a note");
+  bar.finish({{"loss", 0.5}}, 1.0, 0.5, 128);
+  train::print_line(out, "after");
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\033[K\nstep 4 loss 0x1p-1\nstep 5 loss 0x1p-2\n\r"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("validating 1/1\033[K\na note\n\r"), std::string::npos) << text;
+  EXPECT_NE(text.find("\033[K\nafter\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n\n"), std::string::npos) << text;
+  // Another stream's open bar is not this one's: nothing is ended there.
+  std::ostringstream other;
+  train::ProgressBar open_bar(&out, true, 0, 1, 4, 0, false, 80);
+  open_bar.draw(4, 0.5, 0.75, 128);
+  train::print_line(other, "elsewhere");
+  EXPECT_EQ(other.str(), "elsewhere\n");
+  open_bar.finish({{"loss", 0.5}}, 1.0);  // closes the line before `out` goes
 }
 
 TEST(Progress, ValidationShowsOnATerminalAndOtherMetricsCloseTheEpoch) {

@@ -189,9 +189,12 @@ class Probe : public train::Callback {
   }
   void on_epoch_end(train::TrainContext& ctx, const train::EpochMetrics& /*metrics*/) override {
     std::vector<std::string> tags;
-    for (const std::string& r : read_records(logger_.path())) {
-      const Event e = decode(r);
-      if (e.step == ctx.epoch && e.has_scalar) tags.push_back(e.tag);
+    for (const std::string& path : {logger_.path(), logger_.validation_path()}) {
+      for (const std::string& r : read_records(path)) {
+        const Event e = decode(r);
+        if (e.step == ctx.epoch + 1 && e.has_scalar && e.tag != "batch_loss")
+          tags.push_back((path == logger_.path() ? "train/" : "validation/") + e.tag);
+      }
     }
     tags_seen_during_training.push_back(tags);
   }
@@ -238,19 +241,23 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
   const double after = train::wall_time_now();
   ASSERT_EQ(h.epochs.size(), 3u);
 
-  const std::vector<std::string> files = event_files(dir);
+  // Keras' layout: a train and a validation run, the same tag in both.
+  std::vector<std::string> runs = event_files(dir);
+  std::sort(runs.begin(), runs.end());
+  ASSERT_EQ(runs, (std::vector<std::string>{dir + "/train", dir + "/validation"}));
+  const std::vector<std::string> files = event_files(dir + "/train");
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0], logger->path());
+  ASSERT_EQ(event_files(dir + "/validation"), std::vector<std::string>{logger->validation_path()});
   const std::regex name(R"(events\.out\.tfevents\.\d{10}\..+\.)" + std::to_string(::getpid()) +
                         R"(\.\d+)");
   EXPECT_TRUE(std::regex_match(fs::path(files[0]).filename().string(), name)) << files[0];
 
   std::vector<Event> events;
   for (const std::string& r : read_records(files[0])) events.push_back(decode(r));
-  const std::vector<std::string> metrics = {"accuracy", "loss", "lr", "val_accuracy", "val_loss"};
-  // file_version, the summary, 4 batch losses (steps 3, 6, 9, 12), 3 epochs of 5 metrics +
-  // images/s.
-  ASSERT_EQ(events.size(), 2u + 4u + 3u * 6u);
+  // file_version, the summary, 4 batch losses (steps 3, 6, 9, 12), 3 epochs of loss, accuracy,
+  // the learning rate and images/s.
+  ASSERT_EQ(events.size(), 2u + 4u + 3u * 4u);
   EXPECT_EQ(events[0].file_version, "brain.Event:2");
   EXPECT_TRUE(events[0].tag.empty());
   double last_time = before;
@@ -274,42 +281,62 @@ TEST(TensorBoardLogger, EventFileHoldsTheHistory) {
   EXPECT_NE(expected_text.find("Conv2d"), std::string::npos) << expected_text;
 
   std::map<int64_t, float> batch_losses;
-  std::map<std::pair<std::string, int64_t>, float> scalars;
+  std::map<std::pair<std::string, int64_t>, float> scalars;  // ("train/epoch_loss", epoch)
   for (size_t i = 2; i < events.size(); ++i) {
     const Event& e = events[i];
     ASSERT_TRUE(e.has_scalar) << e.tag;
     if (e.tag == "batch_loss") {
       batch_losses[e.step] = e.scalar;
     } else {
-      EXPECT_TRUE(scalars.emplace(std::make_pair(e.tag, e.step), e.scalar).second)
+      EXPECT_TRUE(scalars.emplace(std::make_pair("train/" + e.tag, e.step), e.scalar).second)
           << e.tag << " twice";
     }
+  }
+  std::vector<Event> validation;
+  for (const std::string& r : read_records(logger->validation_path()))
+    validation.push_back(decode(r));
+  ASSERT_EQ(validation.size(), 1u + 3u * 2u);
+  EXPECT_EQ(validation[0].file_version, "brain.Event:2");
+  for (size_t i = 1; i < validation.size(); ++i) {
+    const Event& e = validation[i];
+    ASSERT_TRUE(e.has_scalar) << e.tag;
+    EXPECT_TRUE(scalars.emplace(std::make_pair("validation/" + e.tag, e.step), e.scalar).second)
+        << e.tag << " twice";
   }
   EXPECT_EQ(batch_losses, probe->batch_losses);
   EXPECT_EQ(batch_losses.size(), 4u);
   EXPECT_EQ(scalars.size(), 3u * 6u);
+  // History's names and where Keras puts them.
+  const std::map<std::string, std::string> tag_of = {{"loss", "train/epoch_loss"},
+                                                     {"accuracy", "train/epoch_accuracy"},
+                                                     {"lr", "train/epoch_learning_rate"},
+                                                     {"val_loss", "validation/epoch_loss"},
+                                                     {"val_accuracy", "validation/epoch_accuracy"}};
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
-    for (const std::string& m : metrics) {
-      EXPECT_EQ(scalars[std::make_pair(m, epoch)], static_cast<float>(h.epochs[epoch].at(m)))
-          << m << " epoch " << epoch;
+    const int64_t step = epoch + 1;  // epochs counted from 1
+    std::vector<std::string> expected;
+    for (const auto& [m, tag] : tag_of) {
+      EXPECT_EQ(scalars[std::make_pair(tag, step)], static_cast<float>(h.epochs[epoch].at(m)))
+          << m << " epoch " << step;
+      expected.push_back(tag);
     }
-    const float rate = scalars[std::make_pair(std::string("images_per_second"), epoch)];
+    const float rate = scalars[std::make_pair(std::string("train/epoch_images_per_second"), step)];
     EXPECT_TRUE(std::isfinite(rate) && rate > 0) << rate;
-    // Readable while training: at its end each epoch's scalars were already in the file.
+    // Readable while training: at its end each epoch's scalars were already in the files.
     std::vector<std::string> tags = probe->tags_seen_during_training.at(epoch);
     std::sort(tags.begin(), tags.end());
-    std::vector<std::string> expected = metrics;
-    expected.push_back("images_per_second");
+    expected.push_back("train/epoch_images_per_second");
     std::sort(expected.begin(), expected.end());
-    EXPECT_EQ(tags, expected) << "epoch " << epoch;
+    EXPECT_EQ(tags, expected) << "epoch " << step;
   }
 
   // A second fit with the same logger writes a file of its own.
   fit.epochs = 1;
   fit.callbacks = {logger};
   train::fit(*model, train::binary_cross_entropy_loss(), optimizer, train_loader, nullptr, fit);
-  EXPECT_EQ(event_files(dir).size(), 2u);
+  EXPECT_EQ(event_files(dir + "/train").size(), 2u);
   EXPECT_NE(logger->path(), files[0]);
+  EXPECT_TRUE(logger->validation_path().empty());  // no validation data this time
   fs::remove_all(dir);
 }
 
@@ -342,12 +369,13 @@ TEST(TensorBoardLogger, BadFolderFailsBeforeTraining) {
   EXPECT_LOOM_ERROR(fit_with(dir + "/file"), "log folder " + dir + "/file is not a folder");
   // Unwritable: /proc refuses new files even to root; a folder without write permission
   // refuses them to anyone else.
-  EXPECT_LOOM_ERROR(fit_with("/proc"), "cannot create the event file /proc/events.out.tfevents.");
+  EXPECT_LOOM_ERROR(fit_with("/proc"), "cannot make the run folder /proc/train");
   if (::geteuid() != 0) {
-    fs::create_directories(dir + "/locked");
-    fs::permissions(dir + "/locked", fs::perms::owner_read | fs::perms::owner_exec);
+    fs::create_directories(dir + "/locked/train");
+    fs::permissions(dir + "/locked/train", fs::perms::owner_read | fs::perms::owner_exec);
     EXPECT_LOOM_ERROR(fit_with(dir + "/locked"),
-                      "cannot create the event file " + dir + "/locked/events.out");
+                      "cannot create the event file " + dir + "/locked/train/events.out");
+    fs::permissions(dir + "/locked/train", fs::perms::owner_all);
     fs::permissions(dir + "/locked", fs::perms::owner_all);
   }
   EXPECT_LOOM_ERROR(train::TensorBoardLogger(""), "log folder is empty");
