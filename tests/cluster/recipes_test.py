@@ -148,7 +148,13 @@ def sbatch_checks(path):
     nodes, per_node = int(directives.get("nodes", 0)), int(directives.get("ntasks-per-node", 0))
     check(nodes >= 2 and per_node >= 1, f"{what}: --nodes {nodes} --ntasks-per-node {per_node}")
     body = path.read_text()
-    check(re.search(r'^srun .*"\$@"$', body, re.M) is not None, f"{what}: does not srun its arguments")
+    check(re.search(r'^srun .*"\$@"( \|\| status=\$\?)?$', body, re.M) is not None,
+          f"{what}: does not srun its arguments")
+    # Preemption: requeued on exit 143, with SIGUSR1 ahead of the time limit.
+    check("requeue" in directives and (directives.get("signal") or "").startswith("USR1@"),
+          f"{what}: no --requeue and --signal=USR1@SECONDS")
+    check(re.search(r'scontrol requeue "\$SLURM_JOB_ID"', body) is not None,
+          f"{what}: does not requeue itself when its ranks were preempted (exit 143)")
     check("NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}" in body, f"{what}: does not default NCCL_NVLS_ENABLE to 0")
     # Each task as srun starts it on nodes gpu-node01.., with --gpus-per-task 1 binding its own GPU.
     job_id = 123456
