@@ -227,7 +227,9 @@ void TcpStore::send_frame(const std::string& frame) {
   ::shutdown(fd_, SHUT_RDWR);
   std::lock_guard<std::mutex> lock(mutex_);
   if (connection_failure_.empty()) {
-    connection_failure_ = "sending to the store server failed: " + error;
+    connection_failure_ =
+        detail::concat("sending to the store server (rank 0, at ", host_, ":", port_,
+                       ") failed: ", error, ": rank 0 exited or was killed, or its host is gone");
   }
   changed_.notify_all();
 }
@@ -370,7 +372,10 @@ void TcpStore::read_replies() {
       connection_failure_ = why;   // the heartbeat's verdict, which names the server
       ::shutdown(fd_, SHUT_RDWR);  // a request blocked in send() to the frozen server ends too
     } else {
-      connection_failure_ = "the connection to the store server broke: " + why;
+      // A reset is how a killed rank 0's host often answers: name it as the closed case does.
+      connection_failure_ =
+          detail::concat("the connection to the store server (rank 0, at ", host_, ":", port_,
+                         ") broke: ", why, ": rank 0 exited or was killed, or its host is gone");
     }
   }
   changed_.notify_all();

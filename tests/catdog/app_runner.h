@@ -45,19 +45,20 @@ inline std::string read_text(const std::string& path) {
 
 class Child {
  public:
+  // Runs loom-catdog with `args`, or `program` (looked up in PATH: a launcher such as mpirun).
   Child(const std::vector<std::string>& args, const std::string& out_prefix,
-        const std::vector<std::string>& env = {})
+        const std::vector<std::string>& env = {}, const std::string& program = "")
       : out_(out_prefix + ".out"), err_(out_prefix + ".err") {
     pid_ = ::fork();
     if (pid_ == 0) {
       if (!freopen(out_.c_str(), "w", stdout) || !freopen(err_.c_str(), "w", stderr)) _exit(127);
       for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
       std::vector<char*> argv;
-      const std::string bin = catdog_binary();
+      const std::string bin = program.empty() ? catdog_binary() : program;
       argv.push_back(const_cast<char*>(bin.c_str()));
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
+      ::execvp(bin.c_str(), argv.data());
       _exit(127);
     }
   }

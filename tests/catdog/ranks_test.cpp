@@ -207,6 +207,42 @@ TEST_F(CatdogRanks, ASigtermToOneProcessStopsTheJobAtOneStepAndResumesExactly) {
             testing::read_text(root_ + "/straight0.metrics.csv"));
 }
 
+// Issue 38 item 4: SIGTERM to mpirun itself (what a scheduler sends the job first) left a
+// checkpoint temporary and its .lock behind. mpirun passes the signal to its ranks, which stop
+// at one step boundary: rank 0 checkpoints that step and nothing else is left.
+TEST_F(CatdogRanks, ASigtermToMpirunCheckpointsAndLeavesNoTemporaries) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  const std::string ckpt = root_ + "/run.ckpt";
+  std::vector<std::string> a = {"--allow-run-as-root",
+                                "--oversubscribe",
+                                "--bind-to",
+                                "none",
+                                "--mca",
+                                "btl",
+                                "self,vader",
+                                "-np",
+                                "2",
+                                testing::catdog_binary()};
+  std::vector<std::string> train = args("mpi", 1, 4, 20);
+  train.erase(train.begin() + 7, train.begin() + 9);  // no --world-size: mpirun's
+  a.insert(a.end(), train.begin(), train.end());
+  a.insert(a.end(), {"--backend", "mpi", "--checkpoint", ckpt});
+  Child job(a, root_ + "/mpirun", {"OMP_NUM_THREADS=1"}, "mpirun");
+  ASSERT_TRUE(job.wait_for(false, "step 2 ")) << job.out() << job.err();
+  job.signal(SIGTERM);
+  EXPECT_NE(job.wait(), 0);
+  EXPECT_NE(job.out().find("preempted by SIGTERM"), std::string::npos) << job.out() << job.err();
+  const std::map<int, std::string> done = step_losses(job.out());
+  ASSERT_FALSE(done.empty());
+  EXPECT_EQ(io::read_checkpoint(ckpt).state.global_step, done.rbegin()->first);
+  EXPECT_LT(done.rbegin()->first, 120) << "the run finished before the signal came";
+  for (const auto& entry : fs::directory_iterator(root_)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".lock"), std::string::npos) << name;
+  }
+}
+
 TEST_F(CatdogRanks, EarlyStoppingStopsEveryRankAtTheSameEpoch) {
   // Every rank decides from the same metrics (summed over the ranks), so all stop together, where
   // one rank of the global batch stops; a rank that went on would wait in a collective.

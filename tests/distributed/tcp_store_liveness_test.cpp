@@ -165,6 +165,37 @@ TEST(TcpStoreLiveness, AServerThatFallsSilentAfterTheHelloIsNamedWithinTheHeartb
   ::close(fd);
 }
 
+// Issue 38 item 7: a survivor's error named the dead server (rank 0) in 2 runs of 3; a reset
+// connection, rather than a clean close, left it unnamed.
+TEST(TcpStoreLiveness, AResetConnectionToTheServerNamesRankZero) {
+  RawListener server;
+  auto joined = std::async(std::launch::async, [&] {
+    return std::make_unique<TcpStore>("127.0.0.1", server.port, 1, 2, kGroupTimeout,
+                                      heartbeat_of(kGroupTimeout));
+  });
+  const int fd = ::accept(server.fd, nullptr, nullptr);
+  ASSERT_GE(fd, 0);
+  receive_frame(fd);  // its hello
+  send_raw(fd, tcp::FrameWriter()
+                   .u8(static_cast<uint8_t>(tcp::Kind::Reply))
+                   .u64(1)
+                   .u8(static_cast<uint8_t>(tcp::Status::Ok))
+                   .str("")
+                   .frame("hello's reply"));
+  std::unique_ptr<TcpStore> client = joined.get();
+  auto waiting = pending_get(*client, "never-set");
+  // A close with SO_LINGER 0 sends a reset, as the kernel does for a killed process's socket
+  // that still had unread bytes.
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::close(fd);
+  const std::string message = waiting.get();
+  EXPECT_NE(message.find("store server (rank 0, at 127.0.0.1:" + std::to_string(server.port)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("rank 0 exited or was killed"), std::string::npos) << message;
+}
+
 TEST(TcpStoreLiveness, ARankThatFallsSilentFailsTheJobNamingIt) {
   TcpStore server("127.0.0.1", 0, 0, 2, kGroupTimeout, heartbeat_of(kHeartbeat));
   // Rank 1 says hello and then nothing, as a rank stopped right after joining would.

@@ -73,12 +73,14 @@ void AbortNotices::send(MPI_Comm comm, int rank, int size, const std::string& re
         for (MPI_Request& s : sends) {
           if (s != MPI_REQUEST_NULL) MPI_Request_free(&s);
         }
-        keep_forever(text);
-        return;
+        break;
       }
     }
     backoff.pause();
   }
+  // Outside call_mutex: keep_forever takes the runtime's state mutex, which is taken before
+  // call_mutex everywhere else.
+  keep_forever(text);
 }
 
 void AbortNotices::stop() {
