@@ -164,4 +164,26 @@ inline std::map<int, std::string> step_losses(const std::string& out) {
   return losses;
 }
 
+// `train` on the CPU on the photos in `data` for `epochs`, batch 4, no loader threads, writing
+// the model to `out`; `more` flags after.
+inline std::vector<std::string> small_train_args(const std::string& data, int epochs,
+                                                 const std::string& out,
+                                                 const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a = {"train",
+                                "--data",
+                                data,
+                                "--epochs",
+                                std::to_string(epochs),
+                                "--batch-size",
+                                "4",
+                                "--device",
+                                "cpu",
+                                "--workers",
+                                "0",
+                                "--out",
+                                out};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
 }  // namespace loom::testing

@@ -34,21 +34,7 @@ class CatdogLogs : public ::testing::Test {
 
   static std::vector<std::string> args(const std::string& name, int epochs,
                                        const std::vector<std::string>& more = {}) {
-    std::vector<std::string> a = {"train",
-                                  "--data",
-                                  root_ + "/data",
-                                  "--epochs",
-                                  std::to_string(epochs),
-                                  "--batch-size",
-                                  "4",
-                                  "--device",
-                                  "cpu",
-                                  "--workers",
-                                  "0",
-                                  "--out",
-                                  root_ + "/" + name + ".st"};
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
+    return testing::small_train_args(root_ + "/data", epochs, root_ + "/" + name + ".st", more);
   }
   static std::string root_;
 };

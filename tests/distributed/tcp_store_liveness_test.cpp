@@ -126,6 +126,26 @@ std::string hello_frame(int rank, int world_size, const std::string& token) {
       .frame("hello");
 }
 
+// A client of `listener`'s port joined as rank 1 of 2 (heartbeat `heartbeat`), the test
+// answering its hello as rank 0's server would; *server_end is the test's end of the socket.
+std::unique_ptr<TcpStore> joined_client(const RawListener& listener, milliseconds heartbeat,
+                                        int* server_end) {
+  auto joining = std::async(std::launch::async, [&] {
+    return std::make_unique<TcpStore>("127.0.0.1", listener.port, 1, 2, kGroupTimeout,
+                                      heartbeat_of(heartbeat));
+  });
+  *server_end = ::accept(listener.fd, nullptr, nullptr);
+  EXPECT_GE(*server_end, 0);
+  receive_frame(*server_end);  // its hello
+  send_raw(*server_end, tcp::FrameWriter()
+                            .u8(static_cast<uint8_t>(tcp::Kind::Reply))
+                            .u64(1)
+                            .u8(static_cast<uint8_t>(tcp::Status::Ok))
+                            .str("")
+                            .frame("hello's reply"));
+  return joining.get();
+}
+
 TEST(TcpStoreLiveness, AProgramThatAcceptsButNeverAnswersIsNamedWithinTheHeartbeat) {
   RawListener other_program;  // holds the port; the kernel accepts connections for it
   const auto t0 = Clock::now();
@@ -136,22 +156,10 @@ TEST(TcpStoreLiveness, AProgramThatAcceptsButNeverAnswersIsNamedWithinTheHeartbe
 }
 
 TEST(TcpStoreLiveness, AServerThatFallsSilentAfterTheHelloIsNamedWithinTheHeartbeat) {
+  // The hello is answered, then nothing ever again (a SIGSTOPped rank 0).
   RawListener frozen;
-  auto joined = std::async(std::launch::async, [&] {
-    return std::make_unique<TcpStore>("127.0.0.1", frozen.port, 1, 2, kGroupTimeout,
-                                      heartbeat_of(kHeartbeat));
-  });
-  // Answer the hello as rank 0's server would, then never again (a SIGSTOPped rank 0).
-  const int fd = ::accept(frozen.fd, nullptr, nullptr);
-  ASSERT_GE(fd, 0);
-  receive_frame(fd);  // its hello
-  send_raw(fd, tcp::FrameWriter()
-                   .u8(static_cast<uint8_t>(tcp::Kind::Reply))
-                   .u64(1)
-                   .u8(static_cast<uint8_t>(tcp::Status::Ok))
-                   .str("")
-                   .frame("hello's reply"));
-  std::unique_ptr<TcpStore> client = joined.get();
+  int fd = -1;
+  std::unique_ptr<TcpStore> client = joined_client(frozen, kHeartbeat, &fd);
   const auto t0 = Clock::now();
   const std::string message = pending_get(*client, "never-set").get();
   EXPECT_NE(message.find("has not answered for"), std::string::npos) << message;
@@ -169,20 +177,8 @@ TEST(TcpStoreLiveness, AServerThatFallsSilentAfterTheHelloIsNamedWithinTheHeartb
 // connection, rather than a clean close, left it unnamed.
 TEST(TcpStoreLiveness, AResetConnectionToTheServerNamesRankZero) {
   RawListener server;
-  auto joined = std::async(std::launch::async, [&] {
-    return std::make_unique<TcpStore>("127.0.0.1", server.port, 1, 2, kGroupTimeout,
-                                      heartbeat_of(kGroupTimeout));
-  });
-  const int fd = ::accept(server.fd, nullptr, nullptr);
-  ASSERT_GE(fd, 0);
-  receive_frame(fd);  // its hello
-  send_raw(fd, tcp::FrameWriter()
-                   .u8(static_cast<uint8_t>(tcp::Kind::Reply))
-                   .u64(1)
-                   .u8(static_cast<uint8_t>(tcp::Status::Ok))
-                   .str("")
-                   .frame("hello's reply"));
-  std::unique_ptr<TcpStore> client = joined.get();
+  int fd = -1;
+  std::unique_ptr<TcpStore> client = joined_client(server, kGroupTimeout, &fd);
   auto waiting = pending_get(*client, "never-set");
   // A close with SO_LINGER 0 sends a reset, as the kernel does for a killed process's socket
   // that still had unread bytes.
