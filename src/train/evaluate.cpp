@@ -56,8 +56,13 @@ Tensor flip_tta_outputs(nn::Module& model, const Tensor& images, bool autocast,
   NoGradGuard no_grad;
   const Tensor a = forward(model, model_input(images, channels_last), autocast);
   const Tensor b = forward(model, model_input(flip_horizontal(images), channels_last), autocast);
-  LOOM_CHECK(a.dim() == 2, "flip_tta_outputs: the model's outputs must be [N, K], got ", a.dim(),
-             " dimensions");
+  return flip_tta_mean(a, b);
+}
+
+Tensor flip_tta_mean(const Tensor& a, const Tensor& b) {
+  LOOM_CHECK(a.dim() == 2 && a.shape() == b.shape(),
+             "flip_tta: the model's outputs must be [N, K], got ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
   if (a.size(1) == 1) {
     // logit((s(a) + s(b)) / 2) = log(s(a) + s(b)) - log(s(-a) + s(-b)), as 1 - s(x) = s(-x):
     // no 1 - p to lose the digits of a probability near 1.

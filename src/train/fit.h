@@ -152,6 +152,8 @@ Tensor flip_horizontal(const Tensor& images);
 // p), or log(p)), so the losses and count_correct apply to them unchanged. Without gradients.
 Tensor flip_tta_outputs(nn::Module& model, const Tensor& images, bool autocast = false,
                         bool channels_last = false);
+// flip_tta_outputs' combination of the outputs `a` of the images and `b` of their mirror ([N, K]).
+Tensor flip_tta_mean(const Tensor& a, const Tensor& b);
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);
