@@ -75,6 +75,7 @@ TEST(FastRecipe, TheUsersFlagsWin) {
   a.given = {"model", "epochs", "tta", "precision", "channels-last", "label-smoothing"};
   const catdog::TrainArgs r = catdog::resolve_recipe(a, Device("cuda:0"));
   EXPECT_EQ(r.model, "seed_cnn");
+  EXPECT_EQ(r.image_size, 64);  // seed_cnn's only size, not the recipe's 96
   EXPECT_EQ(r.epochs, 3);
   EXPECT_FALSE(r.tta);
   EXPECT_EQ(r.precision, "fp32");

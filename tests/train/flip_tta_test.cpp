@@ -98,8 +98,7 @@ TEST(FlipTta, EvaluateScoresTheAveragedPredictions) {
   const Tensor outputs = train::flip_tta_outputs(*model, batch.images);
   ASSERT_EQ(tta.samples, 13);
   EXPECT_NEAR(tta.loss, bce(outputs, batch.labels).item<double>(), 1e-5);
-  EXPECT_DOUBLE_EQ(tta.accuracy,
-                   train::count_correct(outputs, batch.labels).item<double>() / 13.0);
+  EXPECT_DOUBLE_EQ(tta.accuracy, train::count_correct(outputs, batch.labels).item<double>() / 13.0);
   EXPECT_GT(std::abs(tta.loss - plain.loss), 1e-4);
 }
 

@@ -8,4 +8,7 @@ find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
   add_test(NAME bench_step_table COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/step_table_test.py)
   set_tests_properties(bench_step_table PROPERTIES LABELS cpu TIMEOUT 60)
+  add_test(NAME bench_time_to_accuracy
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/time_to_accuracy_test.py)
+  set_tests_properties(bench_time_to_accuracy PROPERTIES LABELS cpu TIMEOUT 60)
 endif()
