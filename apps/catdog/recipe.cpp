@@ -42,7 +42,7 @@ TrainArgs resolve_recipe(TrainArgs a, const Device& device) {
   set("batch-size", a.batch_size, int64_t{128});
   set("lr", a.lr, 2e-3);
   set("weight-decay", a.weight_decay, 0.05);
-  set("epochs", a.epochs, int64_t{12});
+  set("epochs", a.epochs, int64_t{10});
   set("lr-schedule", a.lr_schedule, std::string("cosine"));
   // A warm-up only before a cosine decay it leaves epochs for (a constant rate with
   // --warmup-epochs is refused: lr_plan.h), so --lr-schedule constant or --epochs 1 still run.

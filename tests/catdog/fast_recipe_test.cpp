@@ -39,7 +39,7 @@ TEST(FastRecipe, SetsItsSettingsOnTheCpuWithoutTheCudaOnes) {
   EXPECT_EQ(r.batch_size, 128);
   EXPECT_DOUBLE_EQ(r.lr, 2e-3);
   EXPECT_DOUBLE_EQ(r.weight_decay, 0.05);
-  EXPECT_EQ(r.epochs, 12);
+  EXPECT_EQ(r.epochs, 10);
   EXPECT_EQ(r.lr_schedule, "cosine");
   EXPECT_TRUE(r.warmup_given);
   EXPECT_EQ(r.warmup_epochs, 1);
