@@ -1,6 +1,7 @@
 """Issue 35's table from the JSON lines of bench/train_step_bench (loom) and
 bench/train_step_torch.py (PyTorch) on one GPU: per (model, batch), loom's fastest variant, PyTorch's
-CUDA graph in fp32 (TF32 off: PyTorch's default), its CUDA graph in bf16 (the faster of channels-last
+CUDA graph in float32 (its defaults: cuDNN's convolutions may use TF32, matrix products do not), its
+CUDA graph in bf16 (the faster of channels-last
 and NCHW), its torch.compile + CUDA graph in bf16 with the compile time apart, PyTorch's best of
 all its rows, loom's speed against that best (2.00x: loom takes half the time), and issue 35's
 target for loom. A row with a "warning" (a step that did not train) counts for no best.
