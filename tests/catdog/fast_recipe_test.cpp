@@ -1,5 +1,7 @@
 // loom-catdog train --recipe fast: the preset's settings, the user's flags winning over it, its
 // CUDA-only parts left off on the CPU, a small CPU run of it end to end, and evaluate --tta.
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "app_runner.h"
@@ -120,7 +122,8 @@ TEST(FastRecipe, AnUnknownRecipeIsRefused) {
 }
 
 // The whole recipe on the CPU (resnet18 at 96 pixels, its warm-up, cosine, label smoothing and
-// TTA) on a few generated photographs, batch and epochs given small; then evaluate --tta.
+// TTA) on a few generated photographs, batch and epochs given small (and no label smoothing, so
+// that validation's loss is evaluate's); then evaluate --tta and without.
 TEST(FastRecipe, TrainsOnTheCpuAndEvaluatesWithTta) {
   const std::string root =
       (fs::temp_directory_path() / ("loom_catdog_fast_" + std::to_string(::getpid()))).string();
@@ -128,12 +131,14 @@ TEST(FastRecipe, TrainsOnTheCpuAndEvaluatesWithTta) {
   testing::make_photo_folder(root + "/data", 4, 2, 5);
   const std::string out = root + "/fast.st";
   const auto [status, text] = testing::run_to_end(
-      testing::small_train_args(root + "/data", 2, out, {"--recipe", "fast"}), root + "/train");
+      testing::small_train_args(root + "/data", 2, out,
+                                {"--recipe", "fast", "--save", "last", "--label-smoothing", "0"}),
+      root + "/train");
   ASSERT_EQ(status, 0) << text;
   for (const std::string& expected :
        {std::string("recipe fast: model resnet18, image size 96, batch 4, lr 0.002"),
-        std::string("cosine after a 1-epoch warm-up, label smoothing 0.1, flip TTA on"),
-        std::string("yours: --batch-size, --epochs"), std::string("stay off"),
+        std::string("cosine after a 1-epoch warm-up, label smoothing 0, flip TTA on"),
+        std::string("yours: --batch-size, --epochs, --label-smoothing"), std::string("stay off"),
         std::string("flip TTA in validation"), std::string("validation accuracy:")})
     EXPECT_NE(text.find(expected), std::string::npos) << "no \"" << expected << "\" in " << text;
   ASSERT_TRUE(fs::exists(out)) << text;
@@ -146,6 +151,27 @@ TEST(FastRecipe, TrainsOnTheCpuAndEvaluatesWithTta) {
   const auto j = nlohmann::json::parse(eval_text.substr(eval_text.find('{')));
   EXPECT_EQ(j["tta"], true);
   EXPECT_EQ(j["samples"], 4);
+  // The last epoch's validation (printed to 4 decimals; unsmoothed, as evaluate's loss, with
+  // --label-smoothing 0) scored what evaluate --tta scores.
+  double val_accuracy = -1, val_loss = -1;
+  const size_t at = text.find("validation accuracy: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  ASSERT_EQ(std::sscanf(text.c_str() + at, "validation accuracy: %lf (loss %lf)", &val_accuracy,
+                        &val_loss),
+            2)
+      << text;
+  EXPECT_NEAR(j["accuracy"].get<double>(), val_accuracy, 1e-4);
+  EXPECT_NEAR(j["loss"].get<double>(), val_loss, 1e-4);
+  // Without --tta the loss is the plain one's: another number (beyond the 5e-5 of the printed
+  // rounding; two epochs leave the model's outputs near each other's, so not by much).
+  const auto [plain_status, plain_text] =
+      testing::run_to_end({"evaluate", "--model", out, "--data", root + "/data", "--device", "cpu",
+                           "--workers", "0", "--json"},
+                          root + "/plain");
+  ASSERT_EQ(plain_status, 0) << plain_text;
+  const auto plain = nlohmann::json::parse(plain_text.substr(plain_text.find('{')));
+  EXPECT_EQ(plain["tta"], false);
+  EXPECT_GT(std::abs(plain["loss"].get<double>() - val_loss), 2e-4) << plain_text;
   fs::remove_all(root);
 }
 
