@@ -4,7 +4,10 @@
 # channels-last, NCHW and NHWC, where train_step_bench has them; PyTorch eager, CUDA graph and bf16 + channels-last + graph), and
 # two rows on 2 CPU cores (taskset -c 0,1). JSON lines to $OUT/train_step.jsonl, then a markdown
 # table. About 2 minutes on an H200, most of it resnet18 at batch 256 (~0.25 s for one step of
-# each of the six variants, 220 times).
+# each of the six variants, 220 times). Then PyTorch's best, --mode compile (torch.compile +
+# bf16 + channels-last + fused Adam in one CUDA graph: 5-35 s of compiling per shape, reported
+# apart), and issue 35's table (bench/step_table.py). COMPILE=0 leaves compile out;
+# COMPILE_MODE=default compiles without max-autotune (faster to compile).
 #   bench/run_train_step.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build-gpu}
@@ -38,4 +41,17 @@ for model in seed_cnn classic_cnn resnet18; do
 done
 run cpu seed_cnn 32 50 taskset -c 0,1
 run cpu classic_cnn 32 20 taskset -c 0,1
+# After every other row, so a slow or failing compile costs only its own rows.
+if [ "${COMPILE:-1}" != 0 ]; then
+  for model in seed_cnn classic_cnn resnet18; do
+    for batch in 32 256; do
+      python3 bench/train_step_torch.py --model "$model" --batch "$batch" --device cuda --iters 200 \
+        --mode compile --compile-mode "${COMPILE_MODE:-max-autotune-no-cudagraphs}" >> "$out" \
+        || echo "run_train_step.sh: torch.compile failed for $model at batch $batch" >&2
+    done
+  done
+fi
 python3 bench/summarize.py "$out"
+echo
+echo "## Issue 35: loom against PyTorch's best (medians, ms)"
+python3 bench/step_table.py "$out"

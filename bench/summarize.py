@@ -7,7 +7,7 @@ marked with "!" and counts for no best.
 import json
 import sys
 
-ORDER = {"eager": 0, "graph": 1, "bf16": 2, "bf16_nchw": 3, "ddp": 4}
+ORDER = {"eager": 0, "graph": 1, "bf16": 2, "bf16_nchw": 3, "compile": 4, "ddp": 5}
 ALIAS = {"plain": "eager"}  # loom's train_step_bench calls its eager step "plain"
 
 

@@ -2,9 +2,14 @@
 on the same machine: forward, BCEWithLogits, backward, Adam; median of --iters. --mode picks
 PyTorch's eager step, the whole step captured in one CUDA graph, bf16 autocast + channels-last
 + CUDA graph, or bf16 autocast + CUDA graph in NCHW (what channels-last adds to bf16); --mode all
-prints one JSON line for each.
+prints one JSON line for each. --mode compile is PyTorch's best (issue 35): the model and its loss
+compiled by torch.compile (inductor), bf16 autocast, channels-last, cudnn.benchmark and the fused
+capturable Adam, the whole step then captured in one CUDA graph; the compile (and capture) time is
+its row's "compile_s", apart from the step times. On the CPU --mode compile runs the compiled
+step without a graph, in float32 (a check that the script works, not a figure for the table).
 
   python3 bench/train_step_torch.py --model seed_cnn --batch 32 --device cuda [--mode all] [--threads 2]
+  python3 bench/train_step_torch.py --model resnet18 --batch 256 --device cuda --mode compile
 """
 import argparse
 import json
@@ -40,6 +45,23 @@ def resnet18():
 
 MODELS = {"seed_cnn": seed_cnn, "classic_cnn": classic_cnn, "resnet18": resnet18}
 MODES = ("eager", "graph", "bf16", "bf16_nchw")
+# torch.compile's mode for --mode compile. max-autotune-no-cudagraphs: inductor's fastest kernels
+# (its Triton templates for matrix products and convolutions benchmarked against cuBLAS and
+# cuDNN) without its own CUDA graphs (reduce-overhead's "cudagraph trees"), which could not sit
+# inside the one graph this script captures around forward, loss, backward and the optimizer.
+COMPILE_MODES = ("max-autotune-no-cudagraphs", "default")
+
+
+class WithLoss(nn.Module):
+    """The model and its loss as one module, so that torch.compile fuses the loss (and its
+    backward) into the last layer's kernels as it would in a user's compiled training step."""
+
+    def __init__(self, model, loss_fn):
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, x, y):
+        return self.loss_fn(self.model(x), y)
 
 
 def captured(model, opt, x, y, loss_fn, bf16):
@@ -49,7 +71,8 @@ def captured(model, opt, x, y, loss_fn, bf16):
     graph's static loss, which each replay overwrites."""
     def loss():
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-            return loss_fn(model(x), y)
+            # loss_fn None: `model` is a WithLoss (compiled), which takes the labels itself.
+            return model(x, y) if loss_fn is None else loss_fn(model(x), y)
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -82,10 +105,14 @@ def main():
     p.add_argument("--model", default="seed_cnn", choices=list(MODELS))
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--device", default="cuda")
-    p.add_argument("--mode", default="eager", choices=[*MODES, "all"],
+    p.add_argument("--mode", default="eager", choices=[*MODES, "compile", "all"],
                    help="eager; graph: the whole step in one CUDA graph; bf16: autocast bf16 + "
                         "channels-last + CUDA graph; bf16_nchw: the same without channels-last; all: each "
-                        "of them (on the CPU only eager)")
+                        "of them (on the CPU only eager); compile: torch.compile + bf16 + channels-last + "
+                        "cudnn.benchmark + fused capturable Adam, the step in one CUDA graph (not in all: "
+                        "its compile takes seconds to a minute; on the CPU compiled, fp32, no graph)")
+    p.add_argument("--compile-mode", default=COMPILE_MODES[0], choices=COMPILE_MODES,
+                   help="torch.compile's mode for --mode compile")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--threads", type=int, default=0)
@@ -102,7 +129,11 @@ def main():
         torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
     modes = list(MODES) if args.mode == "all" else [args.mode]
-    if dev.type != "cuda":
+    if args.mode == "compile":
+        if args.ddp:
+            p.error("--ddp times eager steps only: use it with --mode eager")
+        torch.backends.cudnn.benchmark = True  # part of PyTorch's best, whatever the flag says
+    elif dev.type != "cuda":
         if args.mode not in ("eager", "all"):
             p.error(f"--mode {args.mode} needs a CUDA device (on {args.device} only eager is valid)")
         for m in modes[1:]:
@@ -130,6 +161,8 @@ def main():
         if wrap:
             model = torch.nn.parallel.DistributedDataParallel(
                 model, device_ids=[dev.index or 0] if dev.type == "cuda" else None)
+        if mode == "compile":
+            return compiled_trainee(model)
         if mode == "eager":
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
@@ -147,6 +180,33 @@ def main():
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
         inputs = x.contiguous(memory_format=torch.channels_last) if channels_last else x
         return captured(model, opt, inputs, y, loss_fn, bf16)
+
+    compile_s = {}
+
+    def compiled_trainee(model):
+        """--mode compile's step. Its first steps compile (inductor autotunes in them) and, on
+        CUDA, the graph is captured: that time goes to compile_s, not to the step's."""
+        cuda = dev.type == "cuda"
+        inputs = x
+        if cuda:
+            model = model.to(memory_format=torch.channels_last)
+            inputs = x.contiguous(memory_format=torch.channels_last)
+        whole = torch.compile(WithLoss(model, loss_fn), mode=args.compile_mode, dynamic=False)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=cuda, fused=True)
+        start = time.perf_counter()
+        if cuda:
+            step = captured(whole, opt, inputs, y, None, bf16=True)
+            torch.cuda.synchronize()
+        else:
+            def step():
+                loss = whole(inputs, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                return loss
+            step()  # compiles the forward and the backward
+        compile_s["compile"] = time.perf_counter() - start
+        return step
 
     if args.ddp:
         runs = [("plain", trainee("eager")), ("ddp", trainee("eager", wrap=True))]
@@ -205,6 +265,11 @@ def main():
                "median_ms": round(statistics.median(times[name]), 4),
                "min_ms": round(min(times[name]), 4), "iters": args.iters,
                "loss_before": round(before, 6), "loss_after": round(after, 6)}
+        if name == "compile":
+            row["compile_s"] = round(compile_s[name], 2)
+            row["compile_mode"] = args.compile_mode
+            row["precision"] = "bf16" if dev.type == "cuda" else "fp32"
+            row["cuda_graph"] = dev.type == "cuda"
         if name == "ddp":
             row["ddp_overhead_pct"] = round(100 * (statistics.median(times[name]) /
                                                    statistics.median(times["plain"]) - 1), 2)

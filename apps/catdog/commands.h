@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,7 +23,10 @@ inline int default_workers() {
 }
 
 struct TrainArgs {
-  std::string data;  // empty: search the default places (data_source.h)
+  // seed | fast: a preset of the flags below (recipe.h); the user's own flags (`given`) win.
+  std::string recipe = "seed";
+  std::set<std::string> given;  // the recipe_flags() given on the command line, without "--"
+  std::string data;             // empty: search the default places (data_source.h)
   std::string model = "seed_cnn";
   int64_t epochs = 25;
   int64_t batch_size = 32;
@@ -95,6 +99,9 @@ struct TrainArgs {
   // Targets smoothed by this (0: off): nn::cross_entropy's label_smoothing, or y(1 - s) + s/2
   // for the one-logit head (Keras' BinaryCrossentropy(label_smoothing=s)).
   double label_smoothing = 0.0;
+  // Horizontal-flip test-time augmentation in validation (train::FitOptions::flip_tta): each
+  // image's probabilities averaged with its mirror's.
+  bool tta = false;
   double clip_grad_norm = 0.0;  // clip gradients to this global norm before each step (0: off)
   // Model parallelism on one rank (dist::PipelineParallel): the model cut into this many stages
   // (0 or 1: not cut), over cuda:0..N-1 when the run is on CUDA and has that many GPUs, else all
@@ -123,6 +130,7 @@ struct EvaluateArgs {
   std::string augment_on = "auto";
   bool conv_benchmark = false;  // choose cuDNN's algorithms by timing (loom::set_conv_benchmark)
   bool strict = false;          // as TrainArgs::strict
+  bool tta = false;             // as TrainArgs::tta
   bool json = false;  // one JSON object (accuracy, loss, samples, classes, matrix, per class)
                       // instead of text
 };

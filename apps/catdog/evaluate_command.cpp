@@ -21,28 +21,38 @@ namespace {
 class FiniteOutputs : public nn::Module {
  public:
   FiniteOutputs(const nn::ModulePtr& model, const vision::ImageSet& set,
-                const std::string& model_path, int64_t outputs)
+                const std::string& model_path, int64_t outputs, bool tta)
       : model_(register_module("model", model)),
         set_(set),
         model_path_(model_path),
-        outputs_(outputs) {}
+        outputs_(outputs),
+        tta_(tta) {}
+  // With --tta, the image's and its mirror's outputs are both checked, then averaged
+  // (train::flip_tta_mean).
   Tensor forward(const Tensor& input) override {
-    Tensor outputs = model_->forward(input);
-    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == outputs_, model_path_,
-               ": the model outputs ", shape_str(outputs.shape()), " for a batch of ",
-               input.size(0), ", but its ", set_.classes().size(), " classes need [N, ", outputs_,
-               "]");
-    check_finite_outputs(outputs, model_path_, [&](int64_t row) { return set_.path(seen_ + row); });
+    Tensor outputs = checked(input);
+    if (tta_) outputs = train::flip_tta_mean(outputs, checked(train::flip_horizontal(input)));
     seen_ += input.size(0);
     return outputs;
   }
   std::string type_name() const override { return "FiniteOutputs"; }
 
  private:
+  Tensor checked(const Tensor& input) {
+    Tensor outputs = model_->forward(input);
+    LOOM_CHECK(outputs.dim() == 2 && outputs.size(1) == outputs_, model_path_,
+               ": the model outputs ", shape_str(outputs.shape()), " for a batch of ",
+               input.size(0), ", but its ", set_.classes().size(), " classes need [N, ", outputs_,
+               "]");
+    check_finite_outputs(outputs, model_path_, [&](int64_t row) { return set_.path(seen_ + row); });
+    return outputs;
+  }
+
   nn::ModulePtr model_;
   const vision::ImageSet& set_;
   std::string model_path_;
   int64_t outputs_;
+  bool tta_;
   int64_t seen_ = 0;
 };
 
@@ -65,7 +75,7 @@ int run_evaluate(const EvaluateArgs& args) {
       *set.images,
       eval_loader_options(prep, args.batch_size, device, args.workers, on_bad_input(args.strict)));
   const int64_t outputs = outputs_for_classes(prep.class_names.size());
-  FiniteOutputs model(loaded.model, set, args.model, outputs);
+  FiniteOutputs model(loaded.model, set, args.model, outputs, args.tta);
   const train::EvalResult r = train::evaluate(model, loss_for_outputs(outputs), loader);
   const std::vector<int64_t> counts = r.confusion.to_vector<int64_t>();
   const std::vector<std::string>& names = prep.class_names;
@@ -76,6 +86,7 @@ int run_evaluate(const EvaluateArgs& args) {
     j["model"] = args.model;
     j["data"] = dir;
     j["samples"] = r.samples;
+    j["tta"] = args.tta;
     j["accuracy"] = r.accuracy;
     j["loss"] = r.loss;
     j["classes"] = names;
@@ -96,8 +107,8 @@ int run_evaluate(const EvaluateArgs& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s on %s: %lld images\naccuracy %.4f\nloss %.4f\n", args.model.c_str(), dir.c_str(),
-              (long long)r.samples, r.accuracy, r.loss);
+  std::printf("%s on %s: %lld images%s\naccuracy %.4f\nloss %.4f\n", args.model.c_str(),
+              dir.c_str(), (long long)r.samples, args.tta ? " (flip TTA)" : "", r.accuracy, r.loss);
   std::printf("%12s %10s %10s %10s %10s\n", "", "precision", "recall", "f1", "support");
   for (size_t c = 0; c < k; ++c) {
     std::printf("%12s %10.4f %10.4f %10.4f %10lld\n", names[c].c_str(), per_class[c].precision,

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "flag_hints.h"
+#include "recipe.h"
 #include "version.h"
 
 using namespace loom::catdog;
@@ -71,6 +72,14 @@ int main(int argc, char** argv) {
   train->add_option("--data", t.data,
                     "folder with train/ and val/ (or training_set/ and test_set/); "
                     "default: $LOOM_DATA_DIR, ../shared/data/cats_dogs, ./data/cats_dogs");
+  train
+      ->add_option("--recipe", t.recipe,
+                   "seed (the seed program's settings) or fast (resnet18 at 96 px, batch 128, "
+                   "lr 0.002, AdamW 0.05, 10 epochs, cosine after a 1-epoch warm-up, label "
+                   "smoothing 0.1, flip TTA; on CUDA bf16, channels-last, --conv-benchmark): "
+                   "the flags you give win over the recipe's")
+      ->check(CLI::IsMember({"seed", "fast"}))
+      ->capture_default_str();
   train->add_option("--model", t.model, "seed_cnn, classic_cnn or resnet18")
       ->check(CLI::IsMember({"seed_cnn", "classic_cnn", "resnet18"}))
       ->capture_default_str();
@@ -237,6 +246,9 @@ int main(int argc, char** argv) {
       "lay the images and the convolution weights out "
       "channels-last (NHWC): on CUDA the convolutions, batch norm, pooling and activations then "
       "run NHWC (faster for classic_cnn and resnet18)");
+  train->add_flag("--tta", t.tta,
+                  "validate with horizontal-flip test-time augmentation: each image's "
+                  "probabilities averaged with its mirror's");
   train->add_flag("--summary", t.summary,
                   "print the model's layers, output shapes and parameter counts "
                   "(as Keras' model.summary()) before training");
@@ -289,6 +301,9 @@ int main(int argc, char** argv) {
   evaluate->add_option("--workers", e.workers)->check(CLI::Range(0, 256));
   evaluate->add_flag("--strict", e.strict,
                      "any image that does not decode is an error (default: left out)");
+  evaluate->add_flag("--tta", e.tta,
+                     "horizontal-flip test-time augmentation: each image's probabilities "
+                     "averaged with its mirror's");
   evaluate->add_flag("--json", e.json,
                      "print one JSON object: accuracy, loss, samples, classes, the "
                      "confusion matrix and per-class precision, recall, F1 and support");
@@ -413,6 +428,9 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() != 0) print_flag_hints(app, argc, argv);
     return status;
   }
+  // The recipe's flags the user gave keep their values (recipe.h).
+  for (const std::string& flag : recipe_flags())
+    if (train->get_option("--" + flag)->count() > 0) t.given.insert(flag);
   if (warmup_flag->count() > 0) {
     t.warmup_epochs = warmup_epochs;
     t.warmup_given = true;

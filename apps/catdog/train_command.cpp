@@ -24,6 +24,7 @@
 #include "output_paths.h"
 #include "pipeline.h"
 #include "rank_training.h"
+#include "recipe.h"
 
 namespace loom::catdog {
 
@@ -345,6 +346,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.capture = pipeline == nullptr && capture_steps(args, rank);
   fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
   fit.channels_last = args.channels_last;
+  fit.flip_tta = args.tta;
   fit.stop_on_preemption = true;  // run_train installed the handlers
   if (args.clip_grad_norm > 0.0) fit.clip_grad_norm = args.clip_grad_norm;
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
@@ -430,7 +432,8 @@ TrainArgs with_auto_resume(const TrainArgs& given) {
 }
 
 int run_train(const TrainArgs& given) {
-  const TrainArgs args = with_auto_resume(given);
+  // The recipe first: its settings are then checked and recorded as the user's own would be.
+  const TrainArgs args = resolve_recipe(with_auto_resume(given), parse_device(given.device));
   check_train_args(args);
   // SIGTERM and SIGUSR1 (a scheduler's preemption) from here on stop training at a step
   // boundary with a checkpoint instead of killing the process mid-write.
@@ -465,10 +468,10 @@ int run_train(const TrainArgs& given) {
              "(its stages hand over float32); use tf32 or fp32");
   if (plan.prints()) {
     std::cout
-        << "loom-catdog: data " << split->root << ", model " << args.model << ", device "
-        << plan.device.str() << ", augment " << args.augment << " on the "
-        << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
-        << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
+        << recipe_summary(args, plan.device) << "loom-catdog: data " << split->root << ", model "
+        << args.model << ", device " << plan.device.str() << ", augment " << args.augment
+        << " on the " << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize "
+        << args.resize << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
         << lr_schedule_of(args)
         << (lr_warmup_of(args, lr_schedule_of(args), plan.world_size) != "off"
                 ? " after a " + lr_warmup_of(args, lr_schedule_of(args), plan.world_size) +
@@ -479,7 +482,8 @@ int run_train(const TrainArgs& given) {
         << (args.clip_grad_norm > 0 ? ", clip grad norm " + shortest(args.clip_grad_norm) : "")
         << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
         << ", precision " << effective_precision(args, plan.device) << ", steps "
-        << step_mode(args, plan) << (args.channels_last ? ", channels-last" : "") << "\n"
+        << step_mode(args, plan) << (args.channels_last ? ", channels-last" : "")
+        << (args.tta ? ", flip TTA in validation" : "") << "\n"
         << std::flush;  // before decoding, which takes a while: a piped log shows it now
   }
 

@@ -35,12 +35,47 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
   }
   return result;
 }
+
+// A probability sum's log, bounded below so that a sum underflowing to 0 gives a large finite
+// negative logit rather than -inf (the loss stays finite, the decision the same).
+Tensor log_of_sum(const Tensor& s) { return clamp(s, 1e-38, 2.0).log(); }
 }  // namespace
+
+Tensor flip_horizontal(const Tensor& images) {
+  LOOM_CHECK(images.dim() == 4, "flip_horizontal: images must be [N, C, H, W], got ", images.dim(),
+             " dimensions");
+  const int64_t w = images.size(3);
+  std::vector<Tensor> columns;
+  columns.reserve(static_cast<size_t>(w));
+  for (int64_t j = w - 1; j >= 0; --j) columns.push_back(images.narrow(3, j, 1));
+  return cat(columns, 3);
+}
+
+Tensor flip_tta_outputs(nn::Module& model, const Tensor& images, bool autocast,
+                        bool channels_last) {
+  NoGradGuard no_grad;
+  const Tensor a = forward(model, model_input(images, channels_last), autocast);
+  const Tensor b = forward(model, model_input(flip_horizontal(images), channels_last), autocast);
+  return flip_tta_mean(a, b);
+}
+
+Tensor flip_tta_mean(const Tensor& a, const Tensor& b) {
+  LOOM_CHECK(a.dim() == 2 && a.shape() == b.shape(),
+             "flip_tta: the model's outputs must be [N, K], got ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
+  if (a.size(1) == 1) {
+    // logit((s(a) + s(b)) / 2) = log(s(a) + s(b)) - log(s(-a) + s(-b)), as 1 - s(x) = s(-x):
+    // no 1 - p to lose the digits of a probability near 1.
+    return log_of_sum(a.sigmoid() + b.sigmoid()) -
+           log_of_sum(a.neg().sigmoid() + b.neg().sigmoid());
+  }
+  return log_of_sum((a.softmax(1) + b.softmax(1)) * 0.5);
+}
 
 EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& loader,
                     dist::ProcessGroup* group, const std::vector<MetricPtr>& metrics,
                     const std::function<void(int64_t done, int64_t total)>& progress, bool autocast,
-                    bool channels_last) {
+                    bool channels_last, bool flip_tta) {
   nn::EvalModeGuard eval_mode(model);
   NoGradGuard no_grad;
   const Device device = model.device();
@@ -50,7 +85,9 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   int64_t batches = 0;
   loader.start_epoch(0);
   while (std::optional<data::Batch> batch = loader.next()) {
-    const Tensor outputs = forward(model, model_input(batch->images, channels_last), autocast);
+    const Tensor outputs =
+        flip_tta ? flip_tta_outputs(model, batch->images, autocast, channels_last)
+                 : forward(model, model_input(batch->images, channels_last), autocast);
     const int64_t n = batch->labels.numel();
     loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
     correct = correct + count_correct(outputs, batch->labels);

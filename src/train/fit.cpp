@@ -195,7 +195,7 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
       const EvalResult val = evaluate(
           ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
           [&bar](int64_t done, int64_t total) { bar.validating(done, total); }, options.autocast,
-          options.channels_last);
+          options.channels_last, options.flip_tta);
       metrics["val_loss"] = val.loss;
       metrics["val_accuracy"] = val.accuracy;
       for (const auto& [name, value] : val.metrics) metrics["val_" + name] = value;

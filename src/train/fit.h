@@ -75,6 +75,10 @@ struct FitOptions {
   // Lay the model out channels-last as well (model.to(MemoryFormat::ChannelsLast), before DDP
   // wraps it), or each convolution copies its weight to NHWC and its gradient back every step.
   bool channels_last = false;
+  // Horizontal-flip test-time augmentation in validation (evaluate's flip_tta): each validation
+  // image's prediction is the mean of the probabilities of it and its mirror. Training is as
+  // without it.
+  bool flip_tta = false;
 
   // Metrics besides loss and accuracy: each one's value on the training batches of an epoch
   // (History key name()) and on the validation data ("val_" + name()), over all ranks. A run
@@ -131,11 +135,25 @@ struct EvalResult {
 // Each of `metrics` is reset, fed every batch and read into EvalResult::metrics. `progress`, when
 // given, is called after each batch with the batches done and the loader's count.
 // `autocast`: the forward passes in bf16 mixed precision (train::forward); `channels_last`: the
-// images fed channels-last (FitOptions::channels_last).
+// images fed channels-last (FitOptions::channels_last); `flip_tta`: each batch's outputs are
+// flip_tta_outputs', so the loss, accuracy, confusion matrix and metrics are those of the
+// probabilities averaged over each image and its mirror.
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
                     dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
                     const std::function<void(int64_t done, int64_t total)>& progress = {},
-                    bool autocast = false, bool channels_last = false);
+                    bool autocast = false, bool channels_last = false, bool flip_tta = false);
+
+// Images [N, C, H, W] mirrored left to right (the last axis reversed), as a new tensor.
+Tensor flip_horizontal(const Tensor& images);
+
+// Horizontal-flip test-time augmentation: the model's outputs for `images` and for their mirror
+// (train::forward of each), their probabilities averaged (sigmoid for a one-logit head [N, 1],
+// softmax over the classes otherwise) and turned back into logits of that mean (log(p) - log(1 -
+// p), or log(p)), so the losses and count_correct apply to them unchanged. Without gradients.
+Tensor flip_tta_outputs(nn::Module& model, const Tensor& images, bool autocast = false,
+                        bool channels_last = false);
+// flip_tta_outputs' combination of the outputs `a` of the images and `b` of their mirror ([N, K]).
+Tensor flip_tta_mean(const Tensor& a, const Tensor& b);
 
 // Probabilities (nn::predict) of every sample of the loader's epoch 0, in order, on the CPU.
 Tensor predict(nn::Module& model, data::DataLoader& loader);

@@ -1,0 +1,85 @@
+// The presets of `loom-catdog train --recipe` (recipe.h). The "fast" values are a first guess
+// from the seed's PyTorch figures and the step benchmarks, to be tuned on the H200 by time to 90%.
+#include "recipe.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace loom::catdog {
+
+namespace {
+
+bool user_gave(const TrainArgs& a, const std::string& flag) { return a.given.count(flag) > 0; }
+
+// "%g" of a value, for the summary line.
+std::string recipe_value(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace
+
+const std::vector<std::string>& recipe_flags() {
+  static const std::vector<std::string> flags = {
+      "model",         "image-size",    "batch-size",      "lr",  "weight-decay", "epochs",
+      "lr-schedule",   "warmup-epochs", "label-smoothing", "tta", "precision",    "channels-last",
+      "conv-benchmark"};
+  return flags;
+}
+
+TrainArgs resolve_recipe(TrainArgs a, const Device& device) {
+  LOOM_CHECK(a.recipe == "seed" || a.recipe == "fast", "--recipe: expected seed or fast, got \"",
+             a.recipe, "\"");
+  if (a.recipe == "seed") return a;
+  auto set = [&a](const std::string& flag, auto& field, auto value) {
+    if (!user_gave(a, flag)) field = value;
+  };
+  set("model", a.model, std::string("resnet18"));
+  // The shared photographs' longer side; seed_cnn and classic_cnn (a --model of the user's) take
+  // 64 pixels only.
+  if (a.model == "resnet18") set("image-size", a.image_size, int64_t{96});
+  set("batch-size", a.batch_size, int64_t{128});
+  set("lr", a.lr, 2e-3);
+  set("weight-decay", a.weight_decay, 0.05);
+  set("epochs", a.epochs, int64_t{10});
+  set("lr-schedule", a.lr_schedule, std::string("cosine"));
+  // A warm-up only before a cosine decay it leaves epochs for (a constant rate with
+  // --warmup-epochs is refused: lr_plan.h), so --lr-schedule constant or --epochs 1 still run.
+  if (!user_gave(a, "warmup-epochs") && a.lr_schedule == "cosine" && a.epochs > 1) {
+    a.warmup_epochs = 1;
+    a.warmup_given = true;  // so the one-rank cosine warms up (lr_plan.h)
+  }
+  set("label-smoothing", a.label_smoothing, 0.1);
+  set("tta", a.tta, true);
+  if (device.is_cuda()) {
+    set("precision", a.precision, std::string("bf16"));
+    set("channels-last", a.channels_last, true);
+    set("conv-benchmark", a.conv_benchmark, true);
+  }
+  return a;
+}
+
+std::string recipe_summary(const TrainArgs& r, const Device& device) {
+  if (r.recipe == "seed") return "";
+  std::ostringstream s;
+  s << "loom-catdog: recipe " << r.recipe << ": model " << r.model << ", image size "
+    << r.image_size << ", batch " << r.batch_size << ", lr " << recipe_value(r.lr)
+    << ", weight decay " << recipe_value(r.weight_decay) << ", " << r.epochs << " epochs, lr "
+    << "schedule " << r.lr_schedule
+    << (r.warmup_given && r.warmup_epochs > 0
+            ? " after a " + std::to_string(r.warmup_epochs) + "-epoch warm-up"
+            : std::string())
+    << ", label smoothing " << recipe_value(r.label_smoothing) << ", flip TTA "
+    << (r.tta ? "on" : "off") << ", precision " << r.precision << ", channels-last "
+    << (r.channels_last ? "on" : "off") << ", conv benchmark " << (r.conv_benchmark ? "on" : "off");
+  std::string given;
+  for (const std::string& flag : recipe_flags())
+    if (user_gave(r, flag)) given += (given.empty() ? "" : ", ") + ("--" + flag);
+  if (!given.empty()) s << "; yours: " << given;
+  if (!device.is_cuda()) s << "; on the CPU bf16, channels-last and the conv benchmark stay off";
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace loom::catdog
