@@ -223,7 +223,10 @@ TEST_F(CatdogRanks, ASigtermToMpirunCheckpointsAndLeavesNoTemporaries) {
                                 "-np",
                                 "2",
                                 testing::catdog_binary()};
-  std::vector<std::string> train = args("mpi", 1, 4, 20);
+  // Long enough (2 steps an epoch) that the signal comes mid-run however loaded the machine is;
+  // the run stops at the first epoch's end after it.
+  constexpr int kEpochs = 300;
+  std::vector<std::string> train = args("mpi", 1, 4, kEpochs);
   train.erase(train.begin() + 7, train.begin() + 9);  // no --world-size: mpirun's
   a.insert(a.end(), train.begin(), train.end());
   a.insert(a.end(), {"--backend", "mpi", "--checkpoint", ckpt});
@@ -236,7 +239,7 @@ TEST_F(CatdogRanks, ASigtermToMpirunCheckpointsAndLeavesNoTemporaries) {
   const std::map<int, std::string> done = step_losses(job.out());
   ASSERT_FALSE(done.empty());
   EXPECT_EQ(io::read_checkpoint(ckpt).state.global_step, done.rbegin()->first);
-  EXPECT_LT(done.rbegin()->first, 120) << "the run finished before the signal came";
+  EXPECT_LT(done.rbegin()->first, 2 * kEpochs) << "the run finished before the signal came";
   for (const auto& entry : fs::directory_iterator(root_)) {
     const std::string name = entry.path().filename().string();
     EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
