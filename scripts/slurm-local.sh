@@ -179,20 +179,22 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# Ports: Slurm's from 40000-49999, and a first job id whose loom rendezvous ports
-# (20000 + job id mod 20000, as srun's ranks compute them) are free too.
+# Ports: Slurm's from 10000-19999, and a first job id whose loom rendezvous ports
+# (20000 + job id mod 20000, as srun's ranks compute them) are free too. Both stay below the
+# kernel's ephemeral ports (32768 and up on Linux): an outgoing connection of a test running
+# beside this one may hold any of those, and slurmd then cannot bind its port (CI saw it).
 port_free() { ! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
 free_port() {
   local port
   for _ in $(seq 50); do
-    port=$((40000 + RANDOM % 10000))
+    port=$((10000 + RANDOM % 10000))
     port_free "$port" && port_free $((port + 1)) && { echo "$port"; return; }
   done
-  fail "no free port pair found in 40000-49999"
+  fail "no free port pair found in 10000-19999"
 }
 slurm_port=$(free_port) || exit 1
 for _ in $(seq 50); do
-  first_job=$((1000 + RANDOM % 18000))
+  first_job=$((1000 + RANDOM % 11000))
   port_free $((20000 + first_job)) && port_free $((20001 + first_job)) &&
     port_free $((20002 + first_job)) && port_free $((20003 + first_job)) && break
 done
