@@ -132,6 +132,7 @@ TcpStore::TcpStore(std::string host, int port, int rank, int world_size,
             false, "", patience,
             detail::concat("joining (is the program at ", host_, ":", port_,
                            " loom's store? its hello had no answer)"));
+    joined_ = true;
   } catch (...) {
     ::shutdown(fd_, SHUT_RDWR);
     reader_.join();
@@ -295,7 +296,7 @@ std::string TcpStore::wait_readable() {
                             " ms (heartbeat timeout ", options_.heartbeat_timeout.count(),
                             " ms): rank 0 is stopped or frozen, or its host is unreachable");
     }
-    if (quiet >= tick) {
+    if (quiet >= tick && joined_) {
       // A ping asks for a reply, which is what the server's silence is measured by. Skipped
       // while a request is being sent: that send is traffic too, and waiting for its lock here
       // would keep this thread from noticing a server that stopped reading.

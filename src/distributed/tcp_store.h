@@ -5,6 +5,7 @@
 // A rank or a server that stops answering (SIGSTOP, a hung host) is noticed by the heartbeat.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -101,6 +102,8 @@ class TcpStore : public Store {
   // The reader thread's: when a byte last came from the server, and whether it went silent.
   Clock::time_point last_heard_;
   bool server_silent_ = false;
+  // The hello was answered: only then may the reader ping (the server takes nothing before it).
+  std::atomic<bool> joined_{false};
 
   std::unique_ptr<tcp::StoreServer> server_;  // rank 0 only
   int fd_ = -1;
