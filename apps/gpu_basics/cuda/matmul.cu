@@ -33,11 +33,11 @@ constexpr int kBN = 128;
 constexpr int kBK = 8;
 constexpr int kTM = 8;
 constexpr int kTN = 8;
-constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
-constexpr int kHalf = 64;                            // distance between a patch's two halves
+constexpr int kTiledThreads = (kBM / kTM) * (kBN / kTN);  // 256
+constexpr int kHalf = 64;                                 // distance between a patch's two halves
 constexpr int kPadA = 4;  // keeps the transposed stores into As from hitting one bank
 
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kTiledThreads)
     matmul_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b,
                         float* __restrict__ c, int m, int n, int k) {
   // As holds the A tile transposed (As[p][i] = A[row0 + i][p0 + p]) so that a thread's
@@ -54,14 +54,14 @@ __global__ void __launch_bounds__(kThreads)
   float acc[kTM][kTN] = {};
   for (int p0 = 0; p0 < k; p0 += kBK) {
     // Consecutive threads read consecutive k of one A row and consecutive columns of one B row.
-    for (int l = tid; l < kBM * kBK; l += kThreads) {
+    for (int l = tid; l < kBM * kBK; l += kTiledThreads) {
       const int i = l / kBK;
       const int p = l % kBK;
       const int row = row0 + i;
       const int q = p0 + p;
       As[p][i] = (row < m && q < k) ? a[static_cast<int64_t>(row) * k + q] : 0.0f;
     }
-    for (int l = tid; l < kBK * kBN; l += kThreads) {
+    for (int l = tid; l < kBK * kBN; l += kTiledThreads) {
       const int p = l / kBN;
       const int j = l % kBN;
       const int q = p0 + p;
@@ -122,7 +122,7 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
       return;
     }
     case MatmulKernel::kTiled:
-      matmul_tiled_kernel<<<dim3(blocks(n, kBN), blocks(m, kBM)), kThreads, 0, stream>>>(
+      matmul_tiled_kernel<<<dim3(blocks(n, kBN), blocks(m, kBM)), kTiledThreads, 0, stream>>>(
           a, b, c, mi, ni, ki);
       GPU_BASICS_KERNEL_CHECK();
       return;
