@@ -14,7 +14,9 @@
 #   bench/run_one_gpu.sh BUILD_DIR OUT_DIR
 # From the environment: BUDGET_S (420: the whole run, a build included; DEADLINE, epoch
 # seconds, overrides it), STEPS (200; resnet18 at 256: 100) and WARMUP (30) of each loom-scaling
-# and scaling_torch.py run, CONFIGS (the six model:batch pairs), TORCH_ARGS (--compile).
+# and scaling_torch.py run, CONFIGS (the six model:batch pairs), TORCH_ARGS (--compile),
+# FRAMEWORKS ("loom torch"; one of them runs only its phases, e.g. PyTorch's rows that an
+# earlier call had no time left for: FRAMEWORKS=torch CONFIGS="resnet18:32 resnet18:256").
 # Writes OUT_DIR/scaling (each run's report folder and log, scaling_table.md), OUT_DIR/ddp (each
 # run's log, ddp_overhead.jsonl, ddp_overhead.md), clocks.csv in each, and OUT_DIR/tables.md;
 # the tables also go to stdout. The exit status is 0 when every run succeeded.
@@ -52,8 +54,13 @@ if [ ! -x "$build/apps/scaling/loom-scaling" ] || [ ! -x "$build/bench/train_ste
   fi
 fi
 
-phase "loom: DDP at world 1, eager and captured" 25
-FRAMEWORKS=loom "$here/run_ddp_overhead.sh" "$build" "$out/ddp" > /dev/null || status=1
+chosen=" ${FRAMEWORKS:-loom torch} "
+runs() { [[ $chosen == *" $1 "* ]]; }  # FRAMEWORK: its phases are to run
+
+if runs loom; then
+  phase "loom: DDP at world 1, eager and captured" 25
+  FRAMEWORKS=loom "$here/run_ddp_overhead.sh" "$build" "$out/ddp" > /dev/null || status=1
+fi
 
 # Both precisions' loom runs, then PyTorch's (its best first: bf16, channels-last).
 scaling() {  # TAG FRAMEWORKS [VARIABLE=VALUE ...]: one bench/run_scaling.sh pass at world 1
@@ -63,14 +70,18 @@ scaling() {  # TAG FRAMEWORKS [VARIABLE=VALUE ...]: one bench/run_scaling.sh pas
     WARMUP_SECONDS=1 RUN_TIMEOUT_S=150 TORCH_ARGS="${TORCH_ARGS:---compile}" \
     "$here/run_scaling.sh" "$build" "$out/scaling" > /dev/null || status=1
 }
-phase "loom: world-1 rows, tf32 and bf16 channels-last" 45
-scaling tf32 loom PRECISION=tf32
-scaling bf16_cl loom PRECISION=bf16 CHANNELS_LAST=1
-phase "PyTorch: world-1 rows in its best mode" 85
-scaling bf16_cl torch PRECISION=bf16 CHANNELS_LAST=1
-scaling tf32 torch PRECISION=tf32
-phase "PyTorch: DDP at world 1, eager" 100
-FRAMEWORKS=torch "$here/run_ddp_overhead.sh" "$build" "$out/ddp" > /dev/null || status=1
+if runs loom; then
+  phase "loom: world-1 rows, tf32 and bf16 channels-last" 45
+  scaling tf32 loom PRECISION=tf32
+  scaling bf16_cl loom PRECISION=bf16 CHANNELS_LAST=1
+fi
+if runs torch; then
+  phase "PyTorch: world-1 rows in its best mode" 85
+  scaling bf16_cl torch PRECISION=bf16 CHANNELS_LAST=1
+  scaling tf32 torch PRECISION=tf32
+  phase "PyTorch: DDP at world 1, eager" 100
+  FRAMEWORKS=torch "$here/run_ddp_overhead.sh" "$build" "$out/ddp" > /dev/null || status=1
+fi
 
 {
   echo "## loom-scaling and PyTorch (scaling_torch.py ${TORCH_ARGS:---compile}) at world 1"

@@ -40,6 +40,7 @@ class TimeToAccuracy(unittest.TestCase):
     def test_a_whole_run(self):
         # A stand-in trainer: prints its seed's epochs, reaching 0.9 in the second for seed 2 only.
         script = ("import sys; s = int(sys.argv[sys.argv.index('--seed') + 1]); "
+                  "open(sys.argv[sys.argv.index('--out') + 1], 'w').write('model'); "
                   "[print(f'Epoch {e}/2 1/1 - val_accuracy {0.85 + 0.03 * e * (s - 1):.4f}', flush=True) "
                   "for e in (1, 2)]")
         with tempfile.TemporaryDirectory() as out:
@@ -52,6 +53,10 @@ class TimeToAccuracy(unittest.TestCase):
             self.assertEqual(rows[1]["epoch_at_target"], 2)
             self.assertEqual(rows[2]["reached"], 1)
             self.assertTrue(os.path.exists(os.path.join(out, "seed_2.log")))
+            self.assertFalse(os.path.exists(os.path.join(out, "seed_2.safetensors")))  # deleted after the run
+            subprocess.run([sys.executable, os.path.join(HERE, "time_to_accuracy.py"), "--seeds", "3", "--keep-models",
+                            "--out", out, "--", sys.executable, "-c", script], check=True, capture_output=True)
+            self.assertTrue(os.path.exists(os.path.join(out, "seed_3.safetensors")))
 
 
 if __name__ == "__main__":

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
   std::string model_name = "seed_cnn", device_name = "cuda";
   int64_t batch = 32;
   int warmup = 20, iters = 100, profile_steps = 0;
+  std::vector<std::string> profile_variants;
   int64_t conv_benchmark_limit = loom::conv_benchmark_limit();
   bool json = false, ddp = false, graph = false, conv_benchmark = false, channels_last = false;
   std::string precision_name = "tf32";
@@ -193,6 +194,9 @@ int main(int argc, char** argv) {
   app.add_option("--profile-steps", profile_steps,
                  "then N steps of each variant for a profiler (CUDA)")
       ->check(CLI::Range(0, 1000));
+  app.add_option("--profile-variant", profile_variants,
+                 "profile only these variants' steps (plain, ddp, graph, graph_ddp; default all), "
+                 "so that a profiler's kernel list is one variant's");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
@@ -231,6 +235,14 @@ int main(int argc, char** argv) {
           make_trainee("graph_ddp", model_name, device, graph_group, precision, channels_last));
       trainees.back().reference = trainees.size() - 2;  // the captured plain step
     }
+    for (const std::string& v : profile_variants) {
+      std::string made;
+      for (const Trainee& t : trainees) made += (made.empty() ? "" : ", ") + t.variant;
+      LOOM_CHECK(std::any_of(trainees.begin(), trainees.end(),
+                             [&v](const Trainee& t) { return t.variant == v; }),
+                 "--profile-variant: this run has no variant \"", v, "\" (it has ", made,
+                 "; --ddp and --graph add theirs)");
+    }
     for (int i = 0; i < warmup; ++i) {
       for (Trainee& t : trainees) t.step(images, labels);
     }
@@ -248,7 +260,10 @@ int main(int argc, char** argv) {
       loom::cuda::synchronize(device.index);
       loom::cuda::profiler_start();
       for (Trainee& t : trainees) {
-        for (int i = 0; i < profile_steps; ++i) t.step(images, labels);
+        const bool chosen =
+            profile_variants.empty() || std::find(profile_variants.begin(), profile_variants.end(),
+                                                  t.variant) != profile_variants.end();
+        for (int i = 0; chosen && i < profile_steps; ++i) t.step(images, labels);
       }
       loom::cuda::synchronize(device.index);
       loom::cuda::profiler_stop();
