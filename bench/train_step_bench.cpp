@@ -235,9 +235,9 @@ int main(int argc, char** argv) {
           make_trainee("graph_ddp", model_name, device, graph_group, precision, channels_last));
       trainees.back().reference = trainees.size() - 2;  // the captured plain step
     }
+    std::string made;  // this run's variants, for the error below
+    for (const Trainee& t : trainees) made += (made.empty() ? "" : ", ") + t.variant;
     for (const std::string& v : profile_variants) {
-      std::string made;
-      for (const Trainee& t : trainees) made += (made.empty() ? "" : ", ") + t.variant;
       LOOM_CHECK(std::any_of(trainees.begin(), trainees.end(),
                              [&v](const Trainee& t) { return t.variant == v; }),
                  "--profile-variant: this run has no variant \"", v, "\" (it has ", made,
