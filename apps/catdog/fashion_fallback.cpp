@@ -66,9 +66,9 @@ int train_fashion_fallback(const TrainArgs& args) {
     data::DataLoader train_loader(
         *train_set, data::train_shard_options(options, train_set->size(), rank.shard()));
     data::DataLoader test_loader(
-        test_data,
-        data::eval_shard_options(eval_loader_options(prep, 256, rank.device, args.workers),
-                                 test_data.size(), rank.shard()));
+        test_data, data::eval_shard_options(
+                       eval_loader_options(prep, args.val_batch_size, rank.device, args.workers),
+                       test_data.size(), rank.shard()));
     // Drawn from each rank's own generator; DDP then gives every rank rank 0's weights.
     auto model = small_cnn();
     model->to(rank.device);

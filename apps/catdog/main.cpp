@@ -89,6 +89,11 @@ int main(int argc, char** argv) {
   train->add_option("--batch-size", t.batch_size)
       ->check(CLI::Range(int64_t{1}, int64_t{65536}))
       ->capture_default_str();
+  train
+      ->add_option("--val-batch-size", t.val_batch_size,
+                   "images per validation batch, per rank (the metrics do not depend on it)")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}))
+      ->capture_default_str();
   train->add_option("--lr", t.lr, "Adam's learning rate")
       ->check(kFinite)
       ->check(CLI::Range(1e-9, 10.0))

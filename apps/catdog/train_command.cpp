@@ -305,12 +305,6 @@ struct RankRun {
   int64_t stopped_epoch = -1;  // where early stopping ended it (-1: it did not)
 };
 
-// Validation keeps no activations for a backward pass, so its batches can be larger than
-// training's: 8 batches of the 2,000 photographs instead of 32 took the default run's validation
-// from ~19 to ~8 ms of a ~50 ms epoch on the H200. The metrics are sums over the samples, so
-// they do not depend on it.
-constexpr int64_t kValidationBatch = 256;
-
 RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& rank) {
   Generator init_gen(args.seed);  // the same weights on every rank (and DDP makes sure of it)
   const int64_t logits = outputs_for_classes(data.prep.class_names.size());
@@ -329,7 +323,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   data::DataLoader train_loader(
       *data.train, data::train_shard_options(train_options, data.train->size(), rank.shard()));
   const data::DataLoaderOptions val_options = eval_loader_options(
-      data.prep, kValidationBatch, rank.device, args.workers, on_bad_input(args.strict));
+      data.prep, args.val_batch_size, rank.device, args.workers, on_bad_input(args.strict));
   data::DataLoader val_loader(
       *data.val, data::eval_shard_options(val_options, data.val->size(), rank.shard()));
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
