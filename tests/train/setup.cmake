@@ -17,3 +17,18 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bench_recipe_sweep COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/recipe_sweep_test.py)
   set_tests_properties(bench_recipe_sweep PROPERTIES LABELS cpu TIMEOUT 60)
 endif()
+
+# The training-step bench's flags on the CPU (plain builds; the sanitizer builds have no bench):
+# a short run with DDP over one thread rank, and a --profile-variant this run does not have,
+# refused by name.
+if(TARGET train_step_bench)
+  add_test(NAME bench_train_step_cpu
+           COMMAND train_step_bench --device cpu --model seed_cnn --batch 4 --warmup 1 --iters 2 --ddp --json)
+  set_tests_properties(bench_train_step_cpu PROPERTIES LABELS cpu TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "\"variant\": \"ddp\"")
+  add_test(NAME bench_train_step_unknown_profile_variant
+           COMMAND train_step_bench --device cpu --model seed_cnn --batch 4 --warmup 1 --iters 2
+                   --profile-variant graph)
+  set_tests_properties(bench_train_step_unknown_profile_variant PROPERTIES LABELS cpu TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "this run has no variant \"graph\" \\(it has plain;")
+endif()
