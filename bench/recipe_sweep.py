@@ -3,7 +3,8 @@ per variant, each variant's flags appended (they win over the recipe's), one see
 one deadline, and prints a table: wall seconds, seconds to the target accuracy (everything from
 the start counted, as bench/time_to_accuracy.py times it), the best validation accuracy and its
 epoch, the seconds to the first epoch's end (start-up, decoding, the conv benchmark, capture and
-the first validation) and the steady ms/step of the last epoch. Model and checkpoint files are
+the first validation), the convolution search's share of that (loom-catdog's last lines say it)
+and the steady ms/step of the last epoch. Model and checkpoint files are
 deleted after each run (a resnet18 run leaves ~170 MB).
   python3 bench/recipe_sweep.py --out DIR [--budget S] [--only NAME ...] -- \\
       BUILD/apps/catdog/loom-catdog train --recipe fast --data DATA --device cuda
@@ -40,6 +41,8 @@ VARIANTS = [
 
 LOG_LINE = re.compile(r"^\s*(\d+(?:\.\d+)?) (.*)$")
 MS_PER_STEP = re.compile(r"\b(\d+(?:\.\d+)?)ms/step\b")
+# loom-catdog's line after training on CUDA: the convolution search's one-time cost.
+SEARCH = re.compile(r"convolution algorithms chosen for (\d+) shapes and passes in (\d+(?:\.\d+)?) s")
 
 
 def read_log(path):
@@ -54,9 +57,13 @@ def read_log(path):
 
 
 def epoch_facts(timed_lines):
-    """Seconds to the first epoch line, the last epoch line's ms/step, the best accuracy's epoch."""
-    first_end, last_ms, best, best_epoch = None, None, None, None
+    """Seconds to the first epoch line, the last epoch line's ms/step, the best accuracy's epoch,
+    and the seconds the convolution search took (None where the run does not say)."""
+    first_end, last_ms, best, best_epoch, search_s = None, None, None, None, None
     for seconds, line in timed_lines:
+        found = SEARCH.search(line)
+        if found:
+            search_s = float(found.group(2))
         m = tta.EPOCH.match(line)
         if not m:
             continue
@@ -68,21 +75,23 @@ def epoch_facts(timed_lines):
         acc = float(m.group(2))
         if best is None or acc > best:
             best, best_epoch = acc, int(m.group(1))
-    return {"first_epoch_s": first_end, "ms_per_step": last_ms, "best_epoch": best_epoch}
+    return {"first_epoch_s": first_end, "ms_per_step": last_ms, "best_epoch": best_epoch,
+            "search_s": search_s}
 
 
 def table(rows, target):
-    lines = [f"| variant | flags | rc | wall s | s to {target:g} | best val acc (epoch) | first epoch s | ms/step |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"| variant | flags | rc | wall s | s to {target:g} | best val acc (epoch) | first epoch s | conv search s | ms/step |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("skipped"):
-            lines.append(f"| {r['variant']} | `{r['flags']}` | not run: {r['skipped']} | | | | | |")
+            lines.append(f"| {r['variant']} | `{r['flags']}` | not run: {r['skipped']} | | | | | | |")
             continue
         hit = "-" if r["seconds_to_target"] is None else f"{r['seconds_to_target']:.1f}"
         best = "-" if r["best_val_accuracy"] is None else f"{r['best_val_accuracy']:.4f} ({r['best_epoch']})"
         first = "-" if r["first_epoch_s"] is None else f"{r['first_epoch_s']:.1f}"
         ms = "-" if r["ms_per_step"] is None else f"{r['ms_per_step']:g}"
-        lines.append(f"| {r['variant']} | `{r['flags']}` | {r['rc']} | {r['wall_s']:.1f} | {hit} | {best} | {first} | {ms} |")
+        search = "-" if r["search_s"] is None else f"{r['search_s']:.2f}"
+        lines.append(f"| {r['variant']} | `{r['flags']}` | {r['rc']} | {r['wall_s']:.1f} | {hit} | {best} | {first} | {search} | {ms} |")
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """bench/recipe_sweep.py with a stand-in trainer: each variant's flags reach the command, the table
-carries the time to the target, the best epoch, the first epoch's end and the last ms/step, model
-files are removed, an unknown variant is refused and a spent budget skips what is left.
+carries the time to the target, the best epoch, the first epoch's end, the convolution search's
+seconds and the last ms/step, model files are removed, an unknown variant is refused and a spent
+budget skips what is left.
   python3 bench/recipe_sweep_test.py
 """
 import contextlib
@@ -21,7 +22,9 @@ TRAINER = ("import sys; a = sys.argv; out = a[a.index('--out') + 1]; open(out, '
            "open(out + '.ckpt', 'w').write('c'); fast = '--lr' in a; "
            "print('loom-catdog: header', flush=True); "
            "[print(f'Epoch {e}/2 47/47 - 1s - {20 - e}ms/step - 1 img/s - loss 0.5 - "
-           "val_accuracy {0.8 + (0.05 if fast else 0.01) * e:.4f}', flush=True) for e in (1, 2)]")
+           "val_accuracy {0.8 + (0.05 if fast else 0.01) * e:.4f}', flush=True) for e in (1, 2)]; "
+           "print('loom-catdog: convolution algorithms chosen for 42 shapes and passes in 3.25 s "
+           "(timed: --conv-benchmark)', flush=True)")
 
 
 class RecipeSweep(unittest.TestCase):
@@ -39,10 +42,10 @@ class RecipeSweep(unittest.TestCase):
             self.assertEqual([r["variant"] for r in rows], ["fast", "lr-0.004"])
             self.assertIsNone(rows[0]["seconds_to_target"])
             self.assertEqual(rows[1]["epoch_at_target"], 2)
-            self.assertEqual((rows[1]["best_epoch"], rows[1]["ms_per_step"]), (2, 18.0))
+            self.assertEqual((rows[1]["best_epoch"], rows[1]["ms_per_step"], rows[1]["search_s"]), (2, 18.0, 3.25))
             self.assertLess(rows[1]["first_epoch_s"], rows[1]["wall_s"])
             self.assertIn("| lr-0.004 | `--lr 0.004` | 0 |", text)
-            self.assertIn("0.9000 (2)", text)
+            self.assertRegex(text, r"\| 0\.9000 \(2\) \| \d+\.\d \| 3\.25 \| 18 \|")  # first epoch s varies
             for name in ("fast", "lr-0.004"):
                 self.assertTrue(os.path.exists(os.path.join(out, name, "seed_1.log")))
                 self.assertFalse([f for f in os.listdir(os.path.join(out, name)) if "safetensors" in f])

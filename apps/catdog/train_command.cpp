@@ -553,6 +553,13 @@ int run_train(const TrainArgs& given) {
     std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
                 history.epochs.back().at("val_loss"));
   }
+  // A one-time cost of CUDA runs that the epoch times hide (mostly in the first epoch).
+  if (conv_algorithm_searches() > 0) {
+    std::printf(
+        "loom-catdog: convolution algorithms chosen for %lld shapes and passes in %.2f s (%s)\n",
+        static_cast<long long>(conv_algorithm_searches()), conv_algorithm_search_seconds(),
+        args.conv_benchmark ? "timed: --conv-benchmark" : "cuDNN's heuristics");
+  }
   std::cout << "loom-catdog: model saved to " << args.out << saved_summary(args, history)
             << ", metrics in " << metrics_csv
             << " (chart: " << chart_command(metrics_csv, saved_epoch_of(args, history) + 1)

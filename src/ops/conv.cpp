@@ -112,6 +112,14 @@ int64_t conv_algorithm_searches() {
 #endif
 }
 
+double conv_algorithm_search_seconds() {
+#if defined(LOOM_WITH_CUDA)
+  return detail::cuda_conv_algorithm_search_seconds();
+#else
+  return 0;
+#endif
+}
+
 int64_t conv_engine_choices() {
 #if defined(LOOM_WITH_CUDA)
   return detail::cuda_conv_engine_choices();

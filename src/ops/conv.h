@@ -119,6 +119,11 @@ class ConvTf32Scope {
 // shapes reuses the cached choice and does not add to it (0 in a CPU-only build).
 int64_t conv_algorithm_searches();
 
+// The wall time those searches took, in seconds: with set_conv_benchmark(true) mostly the timing
+// of every candidate (plan builds included), a one-time cost per shape that a short run pays in
+// full (0 in a CPU-only build).
+double conv_algorithm_search_seconds();
+
 // How many of those searches (benchmark mode) chose an engine of cuDNN's graph API because it
 // ran faster than every legacy algorithm cudnnFind* timed (0 in a CPU-only build).
 int64_t conv_engine_choices();

@@ -40,6 +40,7 @@ ConvGrads cuda_conv2d_backward(const Tensor& grad_out, const Tensor& x, const Te
                                const ConvGeometry& g, bool need_input, bool need_weight,
                                bool need_bias);
 int64_t cuda_conv_algorithm_searches();
+double cuda_conv_algorithm_search_seconds();
 int64_t cuda_conv_engine_choices();
 
 // For tests: benchmark mode times the graph API's engines alone, without the legacy algorithms

@@ -68,15 +68,19 @@ TEST(Conv2dCuda, AlgorithmsAreChosenOncePerShape) {
   Tensor x = randn({3, 5, 13, 11}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
   Tensor w = randn({7, 5, 3, 3}, TensorOptions().device(kCUDA), &gen).set_requires_grad(true);
   const int64_t before = conv_algorithm_searches();
+  const double seconds_before = conv_algorithm_search_seconds();
   Tensor y = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
   y.backward(ones_like(y));
   const int64_t after_first = conv_algorithm_searches();
-  EXPECT_EQ(after_first, before + 3);  // forward, backward data, backward filter
+  const double seconds_after_first = conv_algorithm_search_seconds();
+  EXPECT_EQ(after_first, before + 3);              // forward, backward data, backward filter
+  EXPECT_GT(seconds_after_first, seconds_before);  // the searches' time is counted
   for (int i = 0; i < 3; ++i) {
     Tensor y2 = conv2d(x, w, Tensor(), Conv2dOptions().padding(1));
     y2.backward(ones_like(y2));
   }
   EXPECT_EQ(conv_algorithm_searches(), after_first);
+  EXPECT_EQ(conv_algorithm_search_seconds(), seconds_after_first);  // a cached choice costs none
 }
 
 // The weight gradient of one convolution computed twice with deterministic algorithms.

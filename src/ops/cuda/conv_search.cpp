@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -33,6 +34,7 @@ size_t workspace_limit(int device) {
 }
 
 std::atomic<int64_t> g_searches{0};
+std::atomic<int64_t> g_search_ns{0};  // wall time inside the searches (benchmark mode: the timing)
 std::atomic<int64_t> g_engine_choices{0};
 
 // LOOM_CONV_SEARCH_LOG=1 prints each timed search's outcome to stderr (which engine or
@@ -62,7 +64,11 @@ AlgoChoice cached_algorithm(const AlgoKey& key, Search search) {
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto it = cache.choices.find(key);
   if (it != cache.choices.end()) return it->second;
+  const auto start = std::chrono::steady_clock::now();
   const AlgoChoice choice = search();
+  g_search_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   ++g_searches;
   if (!cuda::capturing(static_cast<int>(key[2]))) cache.choices.emplace(key, choice);
   return choice;
@@ -290,6 +296,7 @@ Tensor conv_workspace(size_t bytes, int device) {
 }
 
 int64_t cuda_conv_algorithm_searches() { return g_searches; }
+double cuda_conv_algorithm_search_seconds() { return static_cast<double>(g_search_ns) * 1e-9; }
 int64_t cuda_conv_engine_choices() { return g_engine_choices; }
 
 }  // namespace loom::detail
