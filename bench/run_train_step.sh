@@ -7,7 +7,9 @@
 # each of the six variants, 220 times). Then PyTorch's best, --mode compile (torch.compile +
 # bf16 + channels-last + fused Adam in one CUDA graph: 5-35 s of compiling per shape, reported
 # apart), and issue 35's table (bench/step_table.py). COMPILE=0 leaves compile out;
-# COMPILE_MODE=default compiles without max-autotune (faster to compile).
+# COMPILE_MODE=default compiles without max-autotune (faster to compile). DEADLINE (epoch
+# seconds) bounds the compile rows: one starts only with a minute left and is stopped 20 s before
+# it, so that the tables are always printed (a 570 s device call ran out inside them once).
 #   bench/run_train_step.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build-gpu}
@@ -45,9 +47,15 @@ run cpu classic_cnn 32 20 taskset -c 0,1
 if [ "${COMPILE:-1}" != 0 ]; then
   for model in seed_cnn classic_cnn resnet18; do
     for batch in 32 256; do
-      python3 bench/train_step_torch.py --model "$model" --batch "$batch" --device cuda --iters 200 \
-        --mode compile --compile-mode "${COMPILE_MODE:-max-autotune-no-cudagraphs}" >> "$out" \
-        || echo "run_train_step.sh: torch.compile failed for $model at batch $batch" >&2
+      left=$(( ${DEADLINE:-$(( $(date +%s) + 100000 ))} - $(date +%s) ))
+      if [ "$left" -lt 60 ]; then
+        echo "run_train_step.sh: no time left for torch.compile of $model at batch $batch" >&2
+        continue
+      fi
+      timeout $(( left - 20 )) python3 bench/train_step_torch.py --model "$model" --batch "$batch" \
+        --device cuda --iters 200 --mode compile \
+        --compile-mode "${COMPILE_MODE:-max-autotune-no-cudagraphs}" >> "$out" \
+        || echo "run_train_step.sh: torch.compile failed or ran out of time for $model at batch $batch" >&2
     done
   done
 fi
