@@ -532,18 +532,21 @@ int run_train(const TrainArgs& given) {
   run_ranks(plan, [&](const dist::GroupPtr& group) {
     const RankSetup rank = rank_setup(plan, group);
     RankRun r = train_rank(args, data, rank);
-    if (r.history.preempted_by != 0) preempted_by = r.history.preempted_by;
+    if (r.history.preempted_by != 0) {
+      preempted_by = r.history.preempted_by;
+      // Said before the group is torn down: under mpirun that waits for mpirun itself, which
+      // after a SIGTERM of its own kills the ranks a second later (docs/distributed.md).
+      if (rank.rank == 0 && plan.prints()) {
+        const std::string checkpoint = train_outputs(args).checkpoint;
+        std::cout << "loom-catdog: preempted by "
+                  << (r.history.preempted_by == SIGUSR1 ? "SIGUSR1" : "SIGTERM")
+                  << ": stopped at a step boundary, checkpoint " << checkpoint
+                  << " written; continue with --resume " << checkpoint << std::endl;
+      }
+    }
     if (rank.rank == 0) run = std::move(r);
   });
-  if (preempted_by != 0) {
-    if (plan.prints()) {
-      const std::string checkpoint = train_outputs(args).checkpoint;
-      std::cout << "loom-catdog: preempted by " << (preempted_by == SIGUSR1 ? "SIGUSR1" : "SIGTERM")
-                << ": stopped at a step boundary, checkpoint " << checkpoint
-                << " written; continue with --resume " << checkpoint << "\n";
-    }
-    return train::kPreemptedExitStatus;
-  }
+  if (preempted_by != 0) return train::kPreemptedExitStatus;
   if (!plan.prints()) return 0;
   const train::History& history = run.history;
   const std::string metrics_csv = train_outputs(args).metrics_csv;
