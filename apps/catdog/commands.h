@@ -35,8 +35,12 @@ struct TrainArgs {
   // validation from ~19 to ~8 ms of a ~50 ms epoch on the H200. The metrics are sums over the
   // samples, so they do not depend on it (Keras' validation_batch_size).
   int64_t val_batch_size = 256;
+  // Leave out each epoch's last short batch (the shuffle changes which images): every step then
+  // has one shape, so one captured graph and one set of convolution algorithms serve them all.
+  bool drop_last = false;
   double lr = 1e-3;
   int64_t image_size = 64;
+  int64_t stem_stride = 1;  // resnet18's first convolution's stride (nn::resnet18)
   // torchvision | keras | strong | none. The seed's shear, zoom and flip as PyTorch's RandomAffine
   // does them train the seed CNN about half a point better than Keras' own semantics, and as
   // well as PyTorch does (docs/benchmarks.md).

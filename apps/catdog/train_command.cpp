@@ -52,7 +52,7 @@ std::shared_ptr<nn::Module> build_model(const TrainArgs& a, int64_t outputs, Gen
   }
   LOOM_CHECK(a.model == "resnet18", "--model: expected seed_cnn, classic_cnn or resnet18, got \"",
              a.model, "\"");
-  return nn::resnet18(outputs, init, &gen);
+  return nn::resnet18(outputs, init, &gen, a.stem_stride);
 }
 
 // --lr-schedule's value, with the model's default when it is not given.
@@ -86,6 +86,8 @@ std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
           {"lr_scaling", lr_scaling_of(a)},
           {"batch_size", std::to_string(a.batch_size)},
           {"image_size", std::to_string(a.image_size)},
+          {"stem_stride", std::to_string(a.stem_stride)},
+          {"drop_last", a.drop_last ? "true" : "false"},
           {"augment", a.augment},
           {"resize", a.resize},
           {"weight_decay", shortest(a.weight_decay)},
@@ -111,6 +113,8 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
   if (key == "init") return a.model == "resnet18" ? "pytorch" : "keras";
   if (key == "early_stopping") return "off";
+  if (key == "stem_stride") return "1";
+  if (key == "drop_last") return "false";
   if (key == "lr_warmup" || key == "reduce_lr_on_plateau") return "off";
   if (key == "label_smoothing" || key == "clip_grad_norm") return "0";
   return "";
@@ -161,6 +165,8 @@ void check_train_args(const TrainArgs& a) {
   LOOM_CHECK(a.augment_on == "auto" || a.augment_on == "cpu" || a.augment_on == "gpu",
              "--augment-on: expected auto, cpu or gpu, got \"", a.augment_on, "\"");
   LOOM_CHECK(a.pipeline >= 0, "--pipeline must be >= 0, got ", a.pipeline);
+  LOOM_CHECK(a.stem_stride == 1 || a.model == "resnet18", "--stem-stride ", a.stem_stride,
+             ": only resnet18 has a stem to stride (", a.model, " has a fixed layout)");
   // Unset, it follows the batch size; set, it must fit it (only a --pipeline run uses it).
   const int micro = pipeline_micro_batches(a);
   LOOM_CHECK(micro >= 1 && micro <= a.batch_size,
@@ -314,6 +320,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   }
   data::DataLoaderOptions train_options;
   train_options.batch_size = args.batch_size;
+  train_options.drop_last = args.drop_last;
   train_options.seed = args.seed;
   train_options.num_workers = args.workers;
   train_options.device = rank.device;
@@ -327,12 +334,18 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   data::DataLoader val_loader(
       *data.val, data::eval_shard_options(val_options, data.val->size(), rank.shard()));
   const int64_t shard = static_cast<int64_t>(train_loader.options().sampler->indices(0).size());
+  LOOM_CHECK(!args.drop_last || shard >= args.batch_size, "--drop-last: ", shard,
+             " training images", rank.world_size > 1 ? " per rank" : "", " make no full batch of ",
+             args.batch_size,
+             ", so no step would run; lower --batch-size or leave out --drop-last");
+  const int64_t steps_per_epoch =
+      args.drop_last ? shard / args.batch_size : (shard + args.batch_size - 1) / args.batch_size;
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
   if (args.channels_last) model->to(MemoryFormat::ChannelsLast);  // the weights NHWC as well
   const std::shared_ptr<dist::PipelineParallel> pipeline = pipeline_model(args, model, rank);
-  LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size,
-                           (shard + args.batch_size - 1) / args.batch_size, model->parameters());
+  LrPlan lr = make_lr_plan(args, lr_schedule_of(args), rank.world_size, steps_per_epoch,
+                           model->parameters());
   optim::Optimizer& optimizer = *lr.optimizer;
   train::FitOptions fit;
   fit.epochs = args.epochs;
@@ -463,9 +476,11 @@ int run_train(const TrainArgs& given) {
   if (plan.prints()) {
     std::cout
         << recipe_summary(args, plan.device) << "loom-catdog: data " << split->root << ", model "
-        << args.model << ", device " << plan.device.str() << ", augment " << args.augment
-        << " on the " << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize "
-        << args.resize << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
+        << args.model
+        << (args.stem_stride != 1 ? " (stem stride " + std::to_string(args.stem_stride) + ")" : "")
+        << ", device " << plan.device.str() << ", augment " << args.augment << " on the "
+        << (augment_on_gpu(args, plan.device) ? "GPU" : "CPU") << ", resize " << args.resize
+        << ", weight decay " << shortest(args.weight_decay) << ", lr schedule "
         << lr_schedule_of(args)
         << (lr_warmup_of(args, lr_schedule_of(args), plan.world_size) != "off"
                 ? " after a " + lr_warmup_of(args, lr_schedule_of(args), plan.world_size) +
@@ -477,7 +492,8 @@ int run_train(const TrainArgs& given) {
         << ranks_summary(plan, args.batch_size) << lr_scaling_summary(args, plan.world_size)
         << ", precision " << effective_precision(args, plan.device) << ", steps "
         << step_mode(args, plan) << (args.channels_last ? ", channels-last" : "")
-        << (args.tta ? ", flip TTA in validation" : "") << "\n"
+        << (args.tta ? ", flip TTA in validation" : "")
+        << (args.drop_last ? ", each epoch's short last batch left out" : "") << "\n"
         << std::flush;  // before decoding, which takes a while: a piped log shows it now
   }
 

@@ -137,11 +137,17 @@ struct EvalResult {
 // `autocast`: the forward passes in bf16 mixed precision (train::forward); `channels_last`: the
 // images fed channels-last (FitOptions::channels_last); `flip_tta`: each batch's outputs are
 // flip_tta_outputs', so the loss, accuracy, confusion matrix and metrics are those of the
-// probabilities averaged over each image and its mirror.
+// probabilities averaged over each image and its mirror. On CUDA a short last batch is padded
+// to the loader's batch size with zero images (their outputs dropped), so the model sees one
+// shape per pass.
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
                     dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
                     const std::function<void(int64_t done, int64_t total)>& progress = {},
                     bool autocast = false, bool channels_last = false, bool flip_tta = false);
+
+// `images` with zero rows appended along the first axis up to `rows` rows (itself when it has
+// them): evaluate's padding of a short last batch on CUDA.
+Tensor pad_batch(const Tensor& images, int64_t rows);
 
 // Images [N, C, H, W] mirrored left to right (the last axis reversed), as a new tensor.
 Tensor flip_horizontal(const Tensor& images);

@@ -39,6 +39,9 @@ TEST(FastRecipe, SetsItsSettingsOnTheCpuWithoutTheCudaOnes) {
   EXPECT_EQ(r.model, "resnet18");
   EXPECT_EQ(r.image_size, 96);
   EXPECT_EQ(r.batch_size, 128);
+  EXPECT_EQ(r.val_batch_size, 128);  // validation's shapes are training's
+  EXPECT_TRUE(r.drop_last);
+  EXPECT_EQ(r.stem_stride, 1);
   EXPECT_DOUBLE_EQ(r.lr, 2e-3);
   EXPECT_DOUBLE_EQ(r.weight_decay, 0.05);
   EXPECT_EQ(r.epochs, 10);
@@ -51,7 +54,9 @@ TEST(FastRecipe, SetsItsSettingsOnTheCpuWithoutTheCudaOnes) {
   EXPECT_FALSE(r.channels_last);
   EXPECT_FALSE(r.conv_benchmark);
   const std::string line = catdog::recipe_summary(r, kCPU);
-  EXPECT_NE(line.find("recipe fast: model resnet18, image size 96, batch 128"), std::string::npos)
+  EXPECT_NE(line.find("recipe fast: model resnet18 (stem stride 1), image size 96, batch 128 "
+                      "(short last batch left out), validation batch 128, lr 0.002"),
+            std::string::npos)
       << line;
   EXPECT_NE(line.find("on the CPU bf16, channels-last and the conv benchmark stay off"),
             std::string::npos)
@@ -90,6 +95,25 @@ TEST(FastRecipe, TheUsersFlagsWin) {
                       "--channels-last"),
             std::string::npos)
       << line;
+}
+
+TEST(FastRecipe, ValidationFollowsTheUsersBatchSizeUnlessGivenItsOwn) {
+  catdog::TrainArgs a = fast_args();
+  a.batch_size = 64;
+  a.given = {"batch-size"};
+  EXPECT_EQ(catdog::resolve_recipe(a, kCPU).val_batch_size, 64);
+  a.val_batch_size = 500;
+  a.drop_last = false;
+  a.stem_stride = 2;
+  a.given = {"batch-size", "val-batch-size", "drop-last", "stem-stride"};
+  const catdog::TrainArgs r = catdog::resolve_recipe(a, kCPU);
+  EXPECT_EQ(r.val_batch_size, 500);
+  EXPECT_FALSE(r.drop_last);
+  EXPECT_EQ(r.stem_stride, 2);
+  EXPECT_NE(catdog::recipe_summary(r, kCPU).find("model resnet18 (stem stride 2), image size 96, "
+                                                 "batch 64, validation batch 500"),
+            std::string::npos)
+      << catdog::recipe_summary(r, kCPU);
 }
 
 TEST(FastRecipe, NoWarmUpWhereItCannotRun) {
@@ -136,7 +160,8 @@ TEST(FastRecipe, TrainsOnTheCpuAndEvaluatesWithTta) {
       root + "/train");
   ASSERT_EQ(status, 0) << text;
   for (const std::string& expected :
-       {std::string("recipe fast: model resnet18, image size 96, batch 4, lr 0.002"),
+       {std::string("recipe fast: model resnet18 (stem stride 1), image size 96, batch 4 (short "
+                    "last batch left out), validation batch 4, lr 0.002"),
         std::string("cosine after a 1-epoch warm-up, label smoothing 0, flip TTA on"),
         std::string("yours: --batch-size, --epochs, --label-smoothing"), std::string("stay off"),
         std::string("flip TTA in validation"), std::string("validation accuracy:")})

@@ -192,6 +192,7 @@ TEST_F(RecipeFlags, ResumeRefusesAnotherResizeWeightDecayOrSchedule) {
                      "augment = torchvision, this run has strong");
   expect_clear_error(with_flag(resume, "--augment", "keras"),
                      "augment = torchvision, this run has keras");
+  expect_clear_error(with(resume, {"--drop-last"}), "drop_last = false, this run has true");
   // The same recipe resumes (the values compare as written, 0.05 included) and trains epoch 3.
   const auto [status, text] = testing::run_to_end(resume, root_ + "/resume");
   EXPECT_EQ(status, 0) << text;
@@ -220,6 +221,12 @@ TEST_F(RecipeFlags, BadValuesEndWithAClearMessage) {
   expect_clear_error(with_flag("--lr-schedule", "linear"), "--lr-schedule");
   expect_clear_error(with_flag("--init", "xavier"), "--init");
   expect_clear_error(with_flag("--augment", "wild"), "--augment");
+  expect_clear_error(with_flag("--stem-stride", "0"), "--stem-stride");
+  expect_clear_error(with_flag("--stem-stride", "2"),
+                     "--stem-stride 2: only resnet18 has a stem to stride (seed_cnn has");
+  // 12 training images make no full batch of 16: with --drop-last no step would run.
+  expect_clear_error(with(with_flag("--batch-size", "16"), {"--drop-last"}),
+                     "--drop-last: 12 training images make no full batch of 16");
   // The library function checks them too (callers other than main's CLI11).
   catdog::TrainArgs args;
   args.data = root_ + "/data";

@@ -105,10 +105,13 @@ ShapeRule BasicBlock::shape_rule_of_config(const std::string& config_json) {
   };
 }
 
-std::shared_ptr<Sequential> resnet18(int64_t num_outputs, Init init, Generator* gen) {
+std::shared_ptr<Sequential> resnet18(int64_t num_outputs, Init init, Generator* gen,
+                                     int64_t stem_stride) {
   LOOM_CHECK(num_outputs >= 1, "resnet18: num_outputs must be at least 1, got ", num_outputs);
+  LOOM_CHECK(stem_stride >= 1 && stem_stride <= 4, "resnet18: stem_stride must be 1 to 4, got ",
+             stem_stride);
   auto model = std::make_shared<Sequential>();
-  model->add("conv1", conv3x3(3, 64, 1))
+  model->add("conv1", conv3x3(3, 64, stem_stride))
       .add("bn1", std::make_shared<BatchNorm2d>(64))
       .add("relu", std::make_shared<ReLU>());
   int64_t channels = 64;

@@ -40,8 +40,10 @@ class BasicBlock : public Module {
 };
 
 // num_outputs = 1: a binary head (one logit; nn::predict applies the sigmoid); N > 1: N class
-// logits (train with cross_entropy). With one output: 11,169,345 parameters.
+// logits (train with cross_entropy). With one output: 11,169,345 parameters. The stem is the
+// CIFAR one, a 3x3 convolution without max-pooling; `stem_stride` 2 makes it halve the image,
+// which quarters the network's work on larger inputs (96-pixel photographs) for the same weights.
 std::shared_ptr<Sequential> resnet18(int64_t num_outputs = 1, Init init = Init::PyTorch,
-                                     Generator* gen = nullptr);
+                                     Generator* gen = nullptr, int64_t stem_stride = 1);
 
 }  // namespace loom::nn
