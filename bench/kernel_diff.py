@@ -9,6 +9,7 @@ ncu serialises kernels and replays each, so a duration here is the kernel's own 
 step's share of it: overlap and launch gaps are not counted.
 """
 import argparse
+import re
 import csv
 import sys
 from collections import OrderedDict
@@ -20,8 +21,9 @@ UNIT_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e
 def short_name(name):
     """The kernel's function name: a leading "void " and the argument list dropped (ncu prints
     demangled names or bare function names, depending on --print-kernel-base), long template
-    lists cut."""
-    name = name.strip()
+    lists cut. loom's own namespaces are dropped too: two runs of the same binary have printed one
+    kernel as `loom::<unnamed>::copy_kernel<...>` and as `detail::<unnamed>::copy_kernel<...>`."""
+    name = re.sub(r"\b(?:loom|detail)::|<unnamed>::", "", name.strip())
     if name.startswith("void "):
         name = name[5:]
     depth = 0

@@ -36,17 +36,17 @@ class RecipeSweep(unittest.TestCase):
 
     def test_flags_arrive_and_the_table_says_what_happened(self):
         with tempfile.TemporaryDirectory() as out:
-            rc, text = self.run_sweep(out, "--only", "fast", "stem-2-30-epochs-lr-0.004")
+            rc, text = self.run_sweep(out, "--only", "fast", "lr-0.004")
             self.assertEqual(rc, 0)
             rows = [json.loads(line) for line in open(os.path.join(out, "sweep.jsonl"))]
-            self.assertEqual([r["variant"] for r in rows], ["fast", "stem-2-30-epochs-lr-0.004"])
+            self.assertEqual([r["variant"] for r in rows], ["fast", "lr-0.004"])
             self.assertIsNone(rows[0]["seconds_to_target"])
             self.assertEqual(rows[1]["epoch_at_target"], 2)
             self.assertEqual((rows[1]["best_epoch"], rows[1]["ms_per_step"], rows[1]["search_s"]), (2, 18.0, 3.25))
             self.assertLess(rows[1]["first_epoch_s"], rows[1]["wall_s"])
-            self.assertIn("| stem-2-30-epochs-lr-0.004 | `--stem-stride 2 --epochs 30 --lr 0.004` | 0 |", text)
+            self.assertIn("| lr-0.004 | `--lr 0.004` | 0 |", text)
             self.assertRegex(text, r"\| 0\.9000 \(2\) \| \d+\.\d \| 3\.25 \| 18 \|")  # first epoch s varies
-            for name in ("fast", "stem-2-30-epochs-lr-0.004"):
+            for name in ("fast", "lr-0.004"):
                 self.assertTrue(os.path.exists(os.path.join(out, name, "seed_1.log")))
                 self.assertFalse([f for f in os.listdir(os.path.join(out, name)) if "safetensors" in f])
 

@@ -62,9 +62,22 @@ std::vector<Plan> laid_out(const std::vector<size_t>& sizes, bool aligned, size_
   return plan;
 }
 
-const std::vector<size_t> kSizes = {0,     1,     3,         15,          16,       17,
-                                    4096,  16384, 16384 + 16, 16384 * 3 + 5, 100000, 1 << 20,
-                                    4718592 /* resnet18's 512x512x3x3 bf16 */, 48, 0, 7};
+const std::vector<size_t> kSizes = {0,
+                                    1,
+                                    3,
+                                    15,
+                                    16,
+                                    17,
+                                    4096,
+                                    16384,
+                                    16384 + 16,
+                                    16384 * 3 + 5,
+                                    100000,
+                                    1 << 20,
+                                    4718592 /* resnet18's 512x512x3x3 bf16 */,
+                                    48,
+                                    0,
+                                    7};
 
 TEST(FlatCopyGpu, AlignedCopiesOfEverySize) {
   LOOM_REQUIRE_CUDA();
