@@ -7,6 +7,7 @@
 
 #include "loom/io/atomic_file.h"
 #include "loom/nn/untrusted_json.h"
+#include "loom/tensor/primitives.h"
 
 namespace loom::io {
 
@@ -70,28 +71,38 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<Tensor> host;
+  // Each tensor's bytes go from where it lives straight into the file's buffer, a device
+  // tensor's in one copy to the host: a checkpoint of resnet18 with AdamW's state (134 MB) is one
+  // host allocation and one copy, not a host tensor each and then a second copy.
+  std::vector<Tensor> sources;  // contiguous, on their own device
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name,
                "\"");
     LOOM_CHECK(tensor.defined(), "safetensors: tensor \"", name, "\" is undefined");
-    Tensor t = tensor.detach().to(kCPU).contiguous();
+    Tensor t = tensor.detach().contiguous();
     const uint64_t bytes = t.nbytes();
     header[name] = {{"dtype", format_dtype(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    host.push_back(t);
+    sources.push_back(std::move(t));
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // aligns the data section, as Python's writer does
-  std::string out(8, '\0');
   const uint64_t n = json.size();
+  std::string out(8 + json.size() + offset, '\0');
   std::memcpy(out.data(), &n, 8);
-  out += json;
-  out.reserve(out.size() + offset);
-  for (const Tensor& t : host) out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  std::memcpy(out.data() + 8, json.data(), json.size());
+  char* data = out.data() + 8 + json.size();
+  for (const Tensor& t : sources) {
+    if (t.is_cuda()) {
+      loom::detail::cuda_memcpy(data, kCPU, t.raw_data(), t.device(), t.nbytes());
+    } else if (t.nbytes() > 0) {
+      std::memcpy(data, t.raw_data(), t.nbytes());
+    }
+    data += t.nbytes();
+  }
   return out;
 }
 
