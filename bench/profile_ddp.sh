@@ -9,7 +9,13 @@
 # shows here only as the kernels it launches.
 #   bench/profile_ddp.sh BUILD_DIR OUT_DIR
 # From the environment: CONFIGS ("seed_cnn:32 classic_cnn:32 resnet18:32"), STEPS (2 profiled
-# steps a variant), PRECISION (tf32), NCU (ncu), LIMIT_S (120 s a run).
+# steps a variant), PRECISION (tf32), NCU (ncu), LIMIT_S (120 s a run), and two settings for what
+# the kernels alone do not show (resnet18's captured DDP step is ~43 us slower than the kernels
+# DDP adds, 2026-12-06): CACHE_CONTROL (all: ncu flushes the caches before each kernel, so each
+# is timed cold; none: each finds the caches as the kernels before it left them, as in a replay,
+# so a copy that evicts what the next kernels read shows in their times) and GRAPH_PROFILING
+# (node: each kernel of a replay; graph: each replay as one workload, its dependencies and
+# stream forks included; then only the captured pair runs).
 # Writes OUT_DIR/<model>_b<batch>_<variant>.csv (ncu's) and .log (the bench's), and
 # OUT_DIR/profile_ddp.md (the tables, also on stdout). Exit status 0 when every run succeeded.
 set -uo pipefail
@@ -28,6 +34,7 @@ status=0
 profile() {  # MODEL BATCH VARIANT: OUT/<model>_b<batch>_<variant>.csv
   local name="$out/$1_b$2_$3"
   timeout "${LIMIT_S:-120}" "$ncu" --clock-control none --profile-from-start off --csv \
+    --cache-control "${CACHE_CONTROL:-all}" --graph-profiling "${GRAPH_PROFILING:-node}" \
     --metrics gpu__time_duration.sum --log-file "$name.csv" \
     "$bench" --model "$1" --batch "$2" --device cuda --ddp --graph --precision "${PRECISION:-tf32}" \
     --warmup 3 --iters 5 --profile-steps "$steps" --profile-variant "$3" > "$name.log" 2>&1 \
@@ -35,10 +42,13 @@ profile() {  # MODEL BATCH VARIANT: OUT/<model>_b<batch>_<variant>.csv
 }
 
 {
-  echo "# Kernels DDP adds at world size 1 (ncu gpu__time_duration.sum, per step, ${PRECISION:-tf32})"
+  echo "# Kernels DDP adds at world size 1 (ncu gpu__time_duration.sum, per step, ${PRECISION:-tf32};" \
+    "cache control ${CACHE_CONTROL:-all}, graph profiling ${GRAPH_PROFILING:-node})"
+  pairs=("graph graph_ddp" "plain ddp")
+  [ "${GRAPH_PROFILING:-node}" = graph ] && pairs=("graph graph_ddp")
   for config in ${CONFIGS:-seed_cnn:32 classic_cnn:32 resnet18:32}; do
     model=${config%%:*} batch=${config##*:}
-    for pair in "graph graph_ddp" "plain ddp"; do
+    for pair in "${pairs[@]}"; do
       read -r base variant <<< "$pair"
       if ! profile "$model" "$batch" "$base" || ! profile "$model" "$batch" "$variant"; then
         status=1
