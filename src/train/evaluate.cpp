@@ -93,14 +93,17 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   for (const MetricPtr& m : metrics) m->reset();
   int64_t batches = 0;
   loader.start_epoch(0);
-  // On CUDA a short last batch is padded to the loader's batch size with zero images, whose
+  // On CUDA a short last batch is padded to the first batch's size with zero images, whose
   // outputs are then cut off: every batch has one shape, so the convolution algorithms chosen
   // (and timed, under the conv benchmark) for the first batch serve the last one too. In eval
-  // mode each image's outputs do not depend on the others in its batch.
-  const int64_t full_batch = device.is_cuda() ? loader.options().batch_size : 0;
+  // mode each image's outputs do not depend on the others in its batch. A pass of one batch
+  // keeps its size: there is no other shape to share, and padding it could multiply its work.
+  int64_t first_rows = 0;
   while (std::optional<data::Batch> batch = loader.next()) {
     const int64_t n = batch->labels.numel();
-    const Tensor images = n < full_batch ? pad_batch(batch->images, full_batch) : batch->images;
+    if (first_rows == 0) first_rows = n;
+    const bool pad = device.is_cuda() && n < first_rows;
+    const Tensor images = pad ? pad_batch(batch->images, first_rows) : batch->images;
     Tensor outputs = flip_tta ? flip_tta_outputs(model, images, autocast, channels_last)
                               : forward(model, model_input(images, channels_last), autocast);
     if (outputs.size(0) != n) outputs = outputs.narrow(0, 0, n);

@@ -138,7 +138,7 @@ struct EvalResult {
 // images fed channels-last (FitOptions::channels_last); `flip_tta`: each batch's outputs are
 // flip_tta_outputs', so the loss, accuracy, confusion matrix and metrics are those of the
 // probabilities averaged over each image and its mirror. On CUDA a short last batch is padded
-// to the loader's batch size with zero images (their outputs dropped), so the model sees one
+// to the first batch's size with zero images (their outputs dropped), so the model sees one
 // shape per pass.
 EvalResult evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
                     dist::ProcessGroup* group = nullptr, const std::vector<MetricPtr>& metrics = {},
