@@ -15,8 +15,8 @@ struct Plan {
   size_t src_offset, dst_offset, bytes;
 };
 
-// Byte buffers on the CPU: random sources, destinations filled with a byte no copy writes less
-// often than once in 256, so a stray write shows.
+// Random source bytes; the destinations start as 0xA5, which a random byte matches once in 256,
+// so a stray or a missing write shows.
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::vector<uint8_t> v(n);
