@@ -338,8 +338,7 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
              " training images", rank.world_size > 1 ? " per rank" : "", " make no full batch of ",
              args.batch_size,
              ", so no step would run; lower --batch-size or leave out --drop-last");
-  const int64_t steps_per_epoch =
-      args.drop_last ? shard / args.batch_size : (shard + args.batch_size - 1) / args.batch_size;
+  const int64_t steps_per_epoch = data::batches_per_epoch(shard, train_loader.options());
 
   model->to(rank.device);  // before the optimizer, so its state lives there too
   if (args.channels_last) model->to(MemoryFormat::ChannelsLast);  // the weights NHWC as well

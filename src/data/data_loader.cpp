@@ -110,8 +110,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
     LOOM_CHECK(i >= 0 && i < dataset_.size(), "DataLoader: the sampler gave index ", i,
                " for a dataset of ", dataset_.size());
   }
-  const int64_t n = static_cast<int64_t>(order_.size()), bs = options_.batch_size;
-  num_batches_ = options_.drop_last ? n / bs : (n + bs - 1) / bs;
+  num_batches_ = batches_per_epoch(static_cast<int64_t>(order_.size()), options_);
   LOOM_CHECK(first_batch >= 0 && first_batch <= num_batches_, "DataLoader: cannot start epoch ",
              epoch, " at batch ", first_batch, ": it has ", num_batches_, " batches");
   skipped_ = 0;

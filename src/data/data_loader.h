@@ -82,6 +82,13 @@ class DataLoader {
   std::unique_ptr<Shared> shared_;
 };
 
+// The batches an epoch of `samples` makes in batches of `options.batch_size`: the short last one
+// counted unless options.drop_last (what DataLoader::num_batches() is for a full epoch).
+inline int64_t batches_per_epoch(int64_t samples, const DataLoaderOptions& options) {
+  const int64_t bs = options.batch_size;
+  return options.drop_last ? samples / bs : (samples + bs - 1) / bs;
+}
+
 // Rank `shard.rank`'s loader options among `shard.world_size` ranks, made from one rank's: for
 // training, a DistributedSampler with the options' shuffle and seed (each epoch's order dealt
 // into equal shards, so every rank takes the same number of steps, and N ranks of batch b see
