@@ -25,9 +25,9 @@ void write_file_atomically(const std::string& path,
                            const std::function<void(const ByteSink&)>& write);
 
 // A file ready to be written: its path and a function that hands its bytes to a sink. The
-// function owns everything it writes (its bytes were taken when it was made, see
-// prepare_checkpoint and prepare_model_file), so it may run later and on another thread
-// (io::BackgroundWriter).
+// function owns everything it writes (its contents were taken when it was made: see
+// prepare_checkpoint and prepare_model_file, whose tensors wait, copied, on their own device),
+// so it may run later and on another thread (io::BackgroundWriter).
 struct PreparedFile {
   PreparedFile(std::string path, std::string bytes);  // writes `bytes` as they are
   PreparedFile(std::string path, std::function<void(const ByteSink&)> write);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -110,19 +111,32 @@ std::string optimizer_json(const optim::OptimizerState& state) {
   return json{{"type", state.optimizer}, {"scalars", state.scalars}}.dump();
 }
 
-// Writes the bytes in two halves so a crash test can stop the process in between.
-PreparedFile with_optional_pause(const std::string& path, std::string bytes) {
+// Writes the snapshot, pausing once half of its bytes are written when kCheckpointPauseEnv asks
+// for it, so that a crash test can stop the process in between.
+PreparedFile with_optional_pause(const std::string& path,
+                                 std::shared_ptr<const SafetensorsSnapshot> snapshot) {
   const char* pause = std::getenv(kCheckpointPauseEnv);
   const int pause_ms = pause != nullptr ? std::atoi(pause) : 0;
-  return PreparedFile(path, [path, pause_ms, bytes = std::move(bytes)](const ByteSink& sink) {
-    const size_t half = bytes.size() / 2;
-    sink(bytes.data(), half);
-    if (pause_ms > 0 && std::filesystem::exists(path)) {
-      static const char kMessage[] = "loom: checkpoint write paused\n";
-      [[maybe_unused]] const ssize_t n = ::write(2, kMessage, sizeof(kMessage) - 1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-    }
-    sink(bytes.data() + half, bytes.size() - half);
+  return PreparedFile(path, [path, pause_ms, snapshot](const ByteSink& sink) {
+    if (pause_ms <= 0) return snapshot->write(sink);
+    const uint64_t half = snapshot->size() / 2;
+    uint64_t written = 0;
+    snapshot->write([&](const void* data, size_t size) {
+      const char* bytes = static_cast<const char*>(data);
+      const bool crosses = written < half && written + size >= half;
+      const size_t before = crosses ? static_cast<size_t>(half - written) : size;
+      sink(bytes, before);
+      written += before;
+      if (crosses && std::filesystem::exists(path)) {
+        static const char kMessage[] = "loom: checkpoint write paused\n";
+        [[maybe_unused]] const ssize_t n = ::write(2, kMessage, sizeof(kMessage) - 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      }
+      if (before < size) {
+        sink(bytes + before, size - before);
+        written += size - before;
+      }
+    });
   });
 }
 
@@ -145,7 +159,7 @@ PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model
   Metadata metadata = detail::model_metadata(model, preprocessing, "checkpoint");
   metadata["loom.optimizer"] = optimizer_json(optim_state);
   metadata["loom.training"] = state_json(state);
-  return with_optional_pause(path, serialize_safetensors(tensors, metadata));
+  return with_optional_pause(path, std::make_shared<const SafetensorsSnapshot>(tensors, metadata));
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model,

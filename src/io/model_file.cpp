@@ -2,6 +2,7 @@
 // file is a download: its spec is checked against its tensors before anything is built.
 #include "loom/io/model_file.h"
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
@@ -227,7 +228,8 @@ PreparedFile prepare_model_file(const std::string& path, const nn::Module& model
                                 const Preprocessing& preprocessing, const Metadata& extra) {
   Metadata metadata = detail::model_metadata(model, preprocessing, "model");
   metadata.insert(extra.begin(), extra.end());  // keeps the description's own entries
-  return PreparedFile(path, serialize_safetensors(model.state_dict(), metadata));
+  auto snapshot = std::make_shared<const SafetensorsSnapshot>(model.state_dict(), metadata);
+  return PreparedFile(path, [snapshot](const ByteSink& sink) { snapshot->write(sink); });
 }
 
 void save_model(const std::string& path, const nn::Module& model,

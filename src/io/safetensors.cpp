@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "loom/io/atomic_file.h"
 #include "loom/nn/untrusted_json.h"
-#include "loom/tensor/primitives.h"
 
 namespace loom::io {
 
@@ -67,42 +67,96 @@ const Tensor& TensorFile::at(const std::string& name) const {
   LOOM_FAIL("tensor file has no tensor named \"", nn::excerpt(name), "\"");
 }
 
-std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata) {
+SafetensorsSnapshot::SafetensorsSnapshot(const NamedTensors& tensors, const Metadata& metadata,
+                                         bool copy) {
   LOOM_CHECK(host_is_little_endian(), "safetensors: only little-endian hosts are supported");
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  // Each tensor's bytes go from where it lives straight into the file's buffer, a device
-  // tensor's in one copy to the host: a checkpoint of resnet18 with AdamW's state (134 MB) is one
-  // host allocation and one copy, not a host tensor each and then a second copy.
-  std::vector<Tensor> sources;  // contiguous, on their own device
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     LOOM_CHECK(!name.empty() && name != "__metadata__", "safetensors: invalid tensor name \"", name,
                "\"");
     LOOM_CHECK(tensor.defined(), "safetensors: tensor \"", name, "\" is undefined");
-    Tensor t = tensor.detach().contiguous();
+    Tensor t = tensor.detach();
+    if (!t.is_contiguous()) {
+      t = t.contiguous();  // a copy already
+    } else if (copy) {
+      t = t.clone();  // contiguous() would be the tensor itself, which training goes on changing
+    }
     const uint64_t bytes = t.nbytes();
     header[name] = {{"dtype", format_dtype(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    sources.push_back(std::move(t));
+    sources_.push_back(std::move(t));
+  }
+  for (const Tensor& t : sources_) {  // after every copy: each device's stream orders its own
+    const int device = t.device().index;
+    if (!t.is_cuda() || ready_.count(device)) continue;
+    auto event = std::make_shared<cuda::Event>(device, /*timing=*/false);
+    event->record(cuda::current_stream(device));
+    ready_[device] = std::move(event);
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // aligns the data section, as Python's writer does
   const uint64_t n = json.size();
-  std::string out(8 + json.size() + offset, '\0');
-  std::memcpy(out.data(), &n, 8);
-  std::memcpy(out.data() + 8, json.data(), json.size());
-  char* data = out.data() + 8 + json.size();
-  for (const Tensor& t : sources) {
-    if (t.is_cuda()) {
-      loom::detail::cuda_memcpy(data, kCPU, t.raw_data(), t.device(), t.nbytes());
-    } else if (t.nbytes() > 0) {
-      std::memcpy(data, t.raw_data(), t.nbytes());
-    }
-    data += t.nbytes();
+  head_.assign(8, '\0');
+  std::memcpy(head_.data(), &n, 8);
+  head_ += json;
+  size_ = head_.size() + offset;
+}
+
+namespace {
+
+// The streams a snapshot's write reads the device copies on: one per device, made when first
+// needed, waiting for that device's copies.
+class ReadStreams {
+ public:
+  explicit ReadStreams(const std::map<int, std::shared_ptr<const cuda::Event>>& ready)
+      : ready_(ready) {}
+  ~ReadStreams() {
+    for (const auto& [device, stream] : streams_) cuda::destroy_stream(device, stream);
   }
+  ReadStreams(const ReadStreams&) = delete;
+  ReadStreams& operator=(const ReadStreams&) = delete;
+  cuda::StreamHandle on(int device) {
+    auto it = streams_.find(device);
+    if (it != streams_.end()) return it->second;
+    const cuda::StreamHandle stream = cuda::create_stream(device);
+    streams_[device] = stream;
+    ready_.at(device)->wait(stream);
+    return stream;
+  }
+
+ private:
+  const std::map<int, std::shared_ptr<const cuda::Event>>& ready_;
+  std::map<int, cuda::StreamHandle> streams_;
+};
+
+}  // namespace
+
+void SafetensorsSnapshot::write(const ByteSink& sink) const {
+  sink(head_.data(), head_.size());
+  ReadStreams streams(ready_);
+  for (const Tensor& t : sources_) {
+    if (t.nbytes() == 0) continue;
+    if (!t.is_cuda()) {
+      sink(t.raw_data(), t.nbytes());
+      continue;
+    }
+    const int device = t.device().index;
+    cuda::StreamGuard on_own_stream(device, streams.on(device));
+    const Tensor host = t.cpu();  // pageable: returns once the bytes are here
+    sink(host.raw_data(), host.nbytes());
+  }
+}
+
+std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& metadata) {
+  const SafetensorsSnapshot snapshot(tensors, metadata, /*copy=*/false);
+  std::string out;
+  out.reserve(snapshot.size());
+  snapshot.write(
+      [&out](const void* data, size_t size) { out.append(static_cast<const char*>(data), size); });
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "loom/ops/conv.h"
 #include "loom/ops/dropout.h"
 #include "loom/ops/elementwise.h"
+#include "loom/ops/flip.h"
 #include "loom/ops/linalg.h"
 #include "loom/ops/one_hot.h"
 #include "loom/ops/pool.h"

@@ -39,16 +39,30 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 // A probability sum's log, bounded below so that a sum underflowing to 0 gives a large finite
 // negative logit rather than -inf (the loss stays finite, the decision the same).
 Tensor log_of_sum(const Tensor& s) { return clamp(s, 1e-38, 2.0).log(); }
+
+// [n, k] rows of zeros with a 1 at each class in [0, k), a row of zeros for a class outside it.
+// Unlike one_hot, which checks each batch's classes by waiting for the device, nothing is read
+// back: a pass's labels are checked once at its end (check_labels), so the host queues the next
+// batch while the device works on this one.
+Tensor class_rows(const Tensor& classes, int64_t k) {
+  const Tensor numbers =
+      arange(static_cast<double>(k), TensorOptions(kInt64).device(classes.device()));
+  return eq(classes.reshape({classes.numel(), 1}).to(kInt64), numbers.reshape({1, k})).to(kFloat32);
+}
+
+// The confusion counts every sample of the pass once, unless a label lay outside [0, k).
+void check_labels(const Tensor& confusion, int64_t samples) {
+  if (!confusion.defined()) return;
+  const auto counted = static_cast<int64_t>(sum(confusion).item<double>());
+  LOOM_CHECK(counted == samples, "evaluate: ", samples - counted, " of the ", samples,
+             " labels are outside [0, ", confusion.size(0), "), the model's classes");
+}
 }  // namespace
 
 Tensor flip_horizontal(const Tensor& images) {
   LOOM_CHECK(images.dim() == 4, "flip_horizontal: images must be [N, C, H, W], got ", images.dim(),
              " dimensions");
-  const int64_t w = images.size(3);
-  std::vector<Tensor> columns;
-  columns.reserve(static_cast<size_t>(w));
-  for (int64_t j = w - 1; j >= 0; --j) columns.push_back(images.narrow(3, j, 1));
-  return cat(columns, 3);
+  return flip(images, {3});
 }
 
 Tensor flip_tta_outputs(nn::Module& model, const Tensor& images, bool autocast,
@@ -109,10 +123,10 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     if (outputs.size(0) != n) outputs = outputs.narrow(0, 0, n);
     loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
     correct = correct + count_correct(outputs, batch->labels);
-    // confusion[t, p] += 1 for each sample: one_hot(true)^T [K, n] x one_hot(pred) [n, K].
+    // confusion[t, p] += 1 for each sample: rows(true)^T [K, n] x rows(pred) [n, K].
     const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
     const Tensor counts =
-        matmul(one_hot(batch->labels.reshape({n}), k).t(), one_hot(predicted_classes(outputs), k));
+        matmul(class_rows(batch->labels, k).t(), class_rows(predicted_classes(outputs), k));
     confusion = confusion.defined() ? confusion + counts : counts;
     for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
     result.samples += n;
@@ -120,6 +134,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   }
   std::map<std::string, double> metric_values;
   for (const MetricPtr& m : metrics) metric_values[m->name()] = m->result(group);
+  check_labels(confusion, result.samples);
   if (group != nullptr && group->size() > 1) {
     EvalResult summed = sum_over_ranks(*group, loss_sum, correct, confusion, result.samples);
     summed.metrics = std::move(metric_values);

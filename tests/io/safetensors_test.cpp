@@ -115,6 +115,31 @@ TEST_F(Safetensors, ByteLayoutIsTheFormat) {
   EXPECT_EQ(values[1], -2.0f);
 }
 
+// What a snapshot writes later is the tensors as they were when it was taken: training goes on
+// changing them in place meanwhile. Its bytes are serialize_safetensors' of that moment, a
+// transposed (non-contiguous) tensor's included, handed to the sink in pieces.
+TEST_F(Safetensors, SnapshotWritesTheTensorsAsTheyWereWhenTaken) {
+  Generator gen(3);
+  Tensor w = randn({4, 6}, kFloat32, &gen), steps = from_vector<int64_t>({7});
+  const Tensor wt = randn({5, 3}, kFloat32, &gen).t();
+  const io::NamedTensors tensors{{"w", w}, {"steps", steps}, {"wt", wt}};
+  const io::Metadata metadata{{"epoch", "2"}};
+  const std::string then = io::serialize_safetensors(tensors, metadata);
+  const io::SafetensorsSnapshot snapshot(tensors, metadata);
+  w.copy_(w * 2.0);
+  steps.add_(steps);
+  EXPECT_NE(io::serialize_safetensors(tensors, metadata), then);
+  std::string written;
+  int pieces = 0;
+  snapshot.write([&](const void* data, size_t size) {
+    written.append(static_cast<const char*>(data), size);
+    ++pieces;
+  });
+  EXPECT_EQ(written, then);
+  EXPECT_EQ(snapshot.size(), then.size());
+  EXPECT_EQ(pieces, 4);  // the header, then each tensor
+}
+
 TEST_F(Safetensors, MalformedFilesAreRejectedBeforeAnyData) {
   const auto parse = [](const std::string& bytes) { return io::parse_safetensors(bytes, "f"); };
   const std::string good_data(8, '\x01');

@@ -71,6 +71,36 @@ TEST(Evaluate, LossAccuracyAndConfusionMatchALoop) {
   EXPECT_NEAR(probs.to_vector<float>()[3], 1.0 / (1.0 + std::exp(-logits[3])), 1e-6);
 }
 
+// HalvesDataset with one sample's label replaced.
+class OneLabelChanged : public data::Dataset {
+ public:
+  OneLabelChanged(const data::Dataset& base, int64_t index, int64_t label)
+      : base_(base), index_(index), label_(label) {}
+  int64_t size() const override { return base_.size(); }
+  data::Example get(int64_t index) const override {
+    data::Example e = base_.get(index);
+    if (index == index_) e.label = label_;
+    return e;
+  }
+
+ private:
+  const data::Dataset& base_;
+  int64_t index_, label_;
+};
+
+// The pass reads nothing back per batch, so a label outside the model's classes is reported
+// once the pass is over, naming how many.
+TEST(Evaluate, LabelsOutsideTheClassesAreAnErrorAtTheEnd) {
+  testing::HalvesDataset halves(21, 7);
+  auto model = testing::tiny_model(1);
+  for (const int64_t label : {2, -1}) {
+    OneLabelChanged dataset(halves, 9, label);
+    data::DataLoader loader(dataset, testing::loader_options(4, false));
+    EXPECT_LOOM_ERROR(train::evaluate(*model, train::binary_cross_entropy_loss(), loader),
+                      "evaluate: 1 of the 21 labels are outside [0, 2), the model's classes");
+  }
+}
+
 TEST(Fit, LearnsTheTaskAndRecordsHistoryAndLogs) {
   manual_seed(11);
   testing::HalvesDataset train_set(64, 1), val_set(32, 2);
