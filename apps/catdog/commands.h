@@ -35,6 +35,10 @@ struct TrainArgs {
   // validation from ~19 to ~8 ms of a ~50 ms epoch on the H200. The metrics are sums over the
   // samples, so they do not depend on it (Keras' validation_batch_size).
   int64_t val_batch_size = 256;
+  // Which epochs validate (train::FitOptions): from validation_from on, every validation_freq-th,
+  // and the last.
+  int64_t validation_freq = 1;
+  int64_t validation_from = 1;
   // Leave out each epoch's last short batch (the shuffle changes which images): every step then
   // has one shape, so one captured graph and one set of convolution algorithms serve them all.
   bool drop_last = false;

@@ -95,6 +95,17 @@ int main(int argc, char** argv) {
                    "images per validation batch, per rank (the metrics do not depend on it)")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}))
       ->capture_default_str();
+  train
+      ->add_option("--validation-freq", t.validation_freq,
+                   "validate every N epochs (Keras' validation_freq) and after the last")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+      ->capture_default_str();
+  train
+      ->add_option("--validation-from", t.validation_from,
+                   "the first epoch (from 1) to validate after: the epochs before it have no "
+                   "val_ metrics, and the best model is chosen from the later ones")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+      ->capture_default_str();
   train->add_flag("--drop-last", t.drop_last,
                   "leave out each epoch's last short training batch (one step shape)");
   train->add_option("--lr", t.lr, "Adam's learning rate")

@@ -22,10 +22,22 @@ std::string recipe_value(double v) {
 }  // namespace
 
 const std::vector<std::string>& recipe_flags() {
-  static const std::vector<std::string> flags = {
-      "model", "image-size",   "stem-stride",  "batch-size",  "val-batch-size", "drop-last",
-      "lr",    "weight-decay", "epochs",       "lr-schedule", "warmup-epochs",  "label-smoothing",
-      "tta",   "precision",    "channels-last"};
+  static const std::vector<std::string> flags = {"model",
+                                                 "image-size",
+                                                 "stem-stride",
+                                                 "batch-size",
+                                                 "val-batch-size",
+                                                 "drop-last",
+                                                 "lr",
+                                                 "weight-decay",
+                                                 "epochs",
+                                                 "lr-schedule",
+                                                 "warmup-epochs",
+                                                 "label-smoothing",
+                                                 "tta",
+                                                 "precision",
+                                                 "channels-last",
+                                                 "validation-from"};
   return flags;
 }
 
@@ -65,6 +77,10 @@ TrainArgs resolve_recipe(TrainArgs a, const Device& device) {
   }
   set("label-smoothing", a.label_smoothing, 0.1);
   set("tta", a.tta, true);
+  // Validation (with its flipped second pass) cost ~0.1 s an epoch on the H100, a quarter of
+  // one, and no epoch before the 22nd of ten 30-epoch runs reached 90% (seed 1's best by epoch 15
+  // was 84%): the first 15 epochs' passes only cost time.
+  set("validation-from", a.validation_from, int64_t{16});
   if (device.is_cuda()) {
     set("precision", a.precision, std::string("bf16"));
     set("channels-last", a.channels_last, true);
@@ -87,9 +103,9 @@ std::string recipe_summary(const TrainArgs& r, const Device& device) {
     << (r.warmup_given && r.warmup_epochs > 0
             ? " after a " + std::to_string(r.warmup_epochs) + "-epoch warm-up"
             : std::string())
-    << ", label smoothing " << recipe_value(r.label_smoothing) << ", flip TTA "
-    << (r.tta ? "on" : "off") << ", precision " << r.precision << ", channels-last "
-    << (r.channels_last ? "on" : "off");
+    << ", validating from epoch " << r.validation_from << ", label smoothing "
+    << recipe_value(r.label_smoothing) << ", flip TTA " << (r.tta ? "on" : "off") << ", precision "
+    << r.precision << ", channels-last " << (r.channels_last ? "on" : "off");
   std::string given;
   for (const std::string& flag : recipe_flags())
     if (user_gave(r, flag)) given += (given.empty() ? "" : ", ") + ("--" + flag);

@@ -77,9 +77,17 @@ std::string early_stopping_of(const TrainArgs& a) {
   return "patience " + std::to_string(a.early_stopping) + ", min_delta " + shortest(a.min_delta);
 }
 
+// Which epochs validate: "every epoch", or "from epoch F, every N".
+std::string validation_of(const TrainArgs& a) {
+  if (a.validation_from == 1 && a.validation_freq == 1) return "every epoch";
+  return "from epoch " + std::to_string(a.validation_from) + ", every " +
+         std::to_string(a.validation_freq);
+}
+
 // The recipe fields a checkpoint must agree with to be resumed by this command. The world size
 // is one: it sets the global batch, as the batch size does. Early stopping is one: it decides
-// where the run ends. --save is not: it changes no step of training.
+// where the run ends, and so is the validation schedule: early stopping and a plateau schedule
+// count validated epochs only. --save is not: it changes no step of training.
 std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
   return {{"model", a.model},
           {"world_size", std::to_string(world_size)},
@@ -98,6 +106,7 @@ std::map<std::string, std::string> recipe(const TrainArgs& a, int world_size) {
           {"clip_grad_norm", shortest(a.clip_grad_norm)},
           {"init", init_of(a)},
           {"early_stopping", early_stopping_of(a)},
+          {"validation", validation_of(a)},
           {"seed", std::to_string(a.seed)},
           {"limit", std::to_string(a.limit)}};
 }
@@ -113,6 +122,7 @@ std::string value_before_the_flag(const std::string& key, const TrainArgs& a) {
   if (key == "lr_schedule") return a.model == "resnet18" ? "cosine" : "constant";
   if (key == "init") return a.model == "resnet18" ? "pytorch" : "keras";
   if (key == "early_stopping") return "off";
+  if (key == "validation") return "every epoch";
   if (key == "stem_stride") return "1";
   if (key == "drop_last") return "false";
   if (key == "lr_warmup" || key == "reduce_lr_on_plateau") return "off";
@@ -353,6 +363,8 @@ RankRun train_rank(const TrainArgs& args, const RunData& data, const RankSetup& 
   fit.autocast = args.precision == "bf16" && rank.device.is_cuda();
   fit.channels_last = args.channels_last;
   fit.flip_tta = args.tta;
+  fit.validation_freq = args.validation_freq;
+  fit.validation_from = args.validation_from;
   fit.stop_on_preemption = true;  // run_train installed the handlers
   if (args.clip_grad_norm > 0.0) fit.clip_grad_norm = args.clip_grad_norm;
   if (lr.stepper) fit.callbacks.push_back(lr.stepper);
@@ -567,9 +579,14 @@ int run_train(const TrainArgs& given) {
   const std::string metrics_csv = train_outputs(args).metrics_csv;
   const std::string stopped = early_stop_line(args, args.epochs, history, run.stopped_epoch);
   if (!stopped.empty()) std::cout << stopped << "\n";
-  if (!history.epochs.empty()) {  // the last epoch's (the saved one's ends the next line)
-    std::printf("validation accuracy: %.4f (loss %.4f)\n", history.epochs.back().at("val_accuracy"),
-                history.epochs.back().at("val_loss"));
+  // The last validated epoch's (the saved one's ends the next line): the last epoch validates
+  // unless a stop came first.
+  for (auto e = history.epochs.rbegin(); e != history.epochs.rend(); ++e) {
+    if (!e->count("val_accuracy")) continue;
+    std::printf("validation accuracy: %.4f (loss %.4f)%s\n", e->at("val_accuracy"),
+                e->at("val_loss"),
+                e == history.epochs.rbegin() ? "" : " (the last validated epoch)");
+    break;
   }
   // A one-time cost of CUDA runs that the epoch times hide (mostly in the first epoch).
   if (conv_algorithm_searches() > 0) {

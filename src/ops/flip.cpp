@@ -47,9 +47,8 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
       detail::cpu_flip(input, out, runs);
     }
   }
-  return record("flip", out, {x}, [dims](const Tensor& g) {
-    return std::vector<Tensor>{flip(g, dims)};
-  });
+  return record("flip", out, {x},
+                [dims](const Tensor& g) { return std::vector<Tensor>{flip(g, dims)}; });
 }
 
 }  // namespace loom

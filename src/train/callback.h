@@ -34,14 +34,17 @@ struct TrainContext {
   int64_t step_in_epoch = 0;    // batches of this epoch done
   int64_t global_step = 0;      // batches done since the run began
   bool epoch_finished = false;  // true in on_epoch_end and after
-  Tensor batch_loss;            // the last batch's mean loss (device scalar, no history; under
-                                // FitOptions::capture the next step overwrites it)
-  Tensor loss_sum;              // this epoch: sum of loss * batch size (device scalar, in place)
-  Tensor correct_sum;           // this epoch: correct predictions (device scalar, in place)
-  int64_t samples_seen = 0;     // this epoch
-  int64_t batch_size = 0;       // samples in the last batch
-  bool stop_training = false;   // a callback sets it to end the run after this epoch (the same
-                                // on every rank: decide from the metrics, which all ranks share)
+  // This epoch has no "val_" metrics although fit has a validation loader: FitOptions'
+  // validation_freq and validation_from left it out (set before on_epoch_end).
+  bool validation_skipped = false;
+  Tensor batch_loss;           // the last batch's mean loss (device scalar, no history; under
+                               // FitOptions::capture the next step overwrites it)
+  Tensor loss_sum;             // this epoch: sum of loss * batch size (device scalar, in place)
+  Tensor correct_sum;          // this epoch: correct predictions (device scalar, in place)
+  int64_t samples_seen = 0;    // this epoch
+  int64_t batch_size = 0;      // samples in the last batch
+  bool stop_training = false;  // a callback sets it to end the run after this epoch (the same
+                               // on every rank: decide from the metrics, which all ranks share)
   // The ranks training together (FitOptions::group); null for one rank. The sums and counts
   // above are this rank's own; the metrics in `history` are those of all ranks.
   dist::ProcessGroup* group = nullptr;

@@ -39,9 +39,16 @@ int64_t BestTracker::replay(const History& history) {
   reset();
   int64_t best_epoch = -1;
   for (size_t e = 0; e < history.epochs.size(); ++e) {
-    if (update(value_in(history.epochs[e]))) best_epoch = static_cast<int64_t>(e);
+    const auto it = history.epochs[e].find(monitor_);
+    if (it != history.epochs[e].end() && update(it->second)) best_epoch = static_cast<int64_t>(e);
   }
   return best_epoch;
+}
+
+std::optional<double> BestTracker::value_at_epoch_end(const TrainContext& ctx,
+                                                      const EpochMetrics& metrics) const {
+  if (ctx.validation_skipped && !metrics.count(monitor_)) return std::nullopt;
+  return value_in(metrics);
 }
 
 double BestTracker::value_in(const EpochMetrics& metrics) const {
@@ -206,7 +213,9 @@ void ModelCheckpoint::on_epoch_end(TrainContext& ctx, const EpochMetrics& metric
   // weights are that epoch's, which on_train_begin saves on resume.
   if (!options_.path.empty()) save(ctx);
   // Every rank tracks the best, so that all of them agree on it.
-  if (!options_.best_model_path.empty() && best_.update(best_.value_in(metrics)) && ctx.rank == 0) {
+  if (options_.best_model_path.empty()) return;
+  const std::optional<double> value = best_.value_at_epoch_end(ctx, metrics);
+  if (value && best_.update(*value) && ctx.rank == 0) {
     ctx.write_file(prepare_epoch_model(options_.best_model_path, ctx.saved_model(),
                                        options_.preprocessing, {ctx.epoch, metrics}));
   }
@@ -221,7 +230,9 @@ EarlyStopping::EarlyStopping(std::string monitor, int64_t patience, double min_d
 void EarlyStopping::on_train_begin(TrainContext& ctx) {
   stopped_epoch_ = -1;
   best_epoch_ = best_.replay(ctx.history);
-  wait_ = static_cast<int64_t>(ctx.history.epochs.size()) - 1 - best_epoch_;
+  wait_ = 0;
+  for (size_t e = static_cast<size_t>(best_epoch_ + 1); e < ctx.history.epochs.size(); ++e)
+    wait_ += ctx.history.epochs[e].count(best_.monitor()) ? 1 : 0;
   if (wait_ > 0 && wait_ >= patience_) {  // the interrupted run had stopped here
     ctx.stop_training = true;
     stopped_epoch_ = static_cast<int64_t>(ctx.history.epochs.size()) - 1;
@@ -229,7 +240,9 @@ void EarlyStopping::on_train_begin(TrainContext& ctx) {
 }
 
 void EarlyStopping::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
-  if (best_.update(best_.value_in(metrics))) {
+  const std::optional<double> value = best_.value_at_epoch_end(ctx, metrics);
+  if (!value) return;
+  if (best_.update(*value)) {
     wait_ = 0;
     best_epoch_ = ctx.epoch;
     if (restore_best_) {
@@ -263,11 +276,14 @@ void LRSchedulerStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& /*
 
 void ReduceLROnPlateauStep::on_train_begin(TrainContext& ctx) {
   scheduler_.reset();
-  for (const EpochMetrics& m : ctx.history.epochs) scheduler_.step(monitor_.value_in(m));
+  for (const EpochMetrics& m : ctx.history.epochs) {
+    if (m.count(monitor_.monitor())) scheduler_.step(m.at(monitor_.monitor()));
+  }
 }
 
-void ReduceLROnPlateauStep::on_epoch_end(TrainContext& /*ctx*/, const EpochMetrics& metrics) {
-  scheduler_.step(monitor_.value_in(metrics));
+void ReduceLROnPlateauStep::on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) {
+  if (const std::optional<double> value = monitor_.value_at_epoch_end(ctx, metrics))
+    scheduler_.step(*value);
 }
 
 std::string history_csv(const History& history) {

@@ -31,11 +31,16 @@ class BestTracker {
   bool has_best() const { return has_best_; }
   double best() const { return best_; }
   const std::string& monitor() const { return monitor_; }
-  // reset(), then update() with every epoch of `history` in order: the epoch of the best (the
-  // earliest of equals), or -1 for an empty history.
+  // reset(), then update() with every epoch of `history` in order that has the metric (an epoch
+  // that skipped validation has no "val_" one): the epoch of the best (the earliest of equals),
+  // or -1 when none has it.
   int64_t replay(const History& history);
   // The metric in an epoch's metrics; throws naming the metric and those present when absent.
   double value_in(const EpochMetrics& metrics) const;
+  // At an epoch end: nothing when the epoch skipped validation (ctx.validation_skipped) and has
+  // no such metric, as Keras' callbacks pass over it; else value_in(metrics).
+  std::optional<double> value_at_epoch_end(const TrainContext& ctx,
+                                           const EpochMetrics& metrics) const;
 
  private:
   std::string monitor_;
@@ -130,8 +135,9 @@ class EarlyStopping : public Callback {
   // training ends.
   EarlyStopping(std::string monitor = "val_loss", int64_t patience = 5, double min_delta = 0.0,
                 Mode mode = Mode::Auto, bool restore_best = false);
-  // On resume, counts the epochs since the best in the history; a run that had already stopped
-  // (as many as `patience` of them) stops again before its next epoch.
+  // On resume, counts the epochs since the best in the history (those that validated, when the
+  // metric is a validation one); a run that had already stopped (as many as `patience` of them)
+  // stops again before its next epoch. Epochs that skipped validation count for nothing.
   void on_train_begin(TrainContext& ctx) override;
   void on_epoch_end(TrainContext& ctx, const EpochMetrics& metrics) override;
   void on_train_end(TrainContext& ctx) override;
@@ -167,7 +173,8 @@ class LRSchedulerStep : public Callback {
   Period period_;
 };
 
-// Steps an optim::ReduceLROnPlateau with each epoch's `monitor` metric (Keras: val_loss). At
+// Steps an optim::ReduceLROnPlateau with each epoch's `monitor` metric (Keras: val_loss; an epoch
+// that skipped validation does not step it). At
 // on_train_begin it resets it and steps it with the finished epochs of the History, so that a
 // resumed run reaches the rate the uninterrupted run had. Every rank steps it alike (the
 // metrics are the same on every rank).

@@ -23,6 +23,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Whether epoch `epoch` (from 0) validates: FitOptions::validation_freq and validation_from.
+bool validates(const FitOptions& options, int64_t epoch) {
+  const int64_t e = epoch + 1;
+  return e == options.epochs || (e >= options.validation_from &&
+                                 (e - options.validation_from) % options.validation_freq == 0);
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -62,6 +69,11 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
                             optim::Optimizer& optimizer, data::DataLoader& train_loader,
                             data::DataLoader* val_loader, const FitOptions& options) {
   LOOM_CHECK(options.epochs >= 0, "fit: epochs must be >= 0, got ", options.epochs);
+  LOOM_CHECK(options.validation_freq >= 1, "fit: validation_freq must be >= 1, got ",
+             options.validation_freq);
+  LOOM_CHECK(options.validation_from >= 1,
+             "fit: validation_from must be >= 1 (epochs count from 1), got ",
+             options.validation_from);
   const Device device = model.device();
   LOOM_CHECK(train_loader.options().device == device, "fit: the training loader delivers to ",
              train_loader.options().device.str(), " but the model is on ", device.str());
@@ -157,7 +169,8 @@ History fit_writing_through(io::BackgroundWriter& writer, nn::Module& model, con
       metrics["accuracy"] = sums.correct / sums.samples;
     }
     for (const MetricPtr& m : options.metrics) metrics[m->name()] = m->result(ctx.group);
-    if (val_loader != nullptr) {
+    ctx.validation_skipped = val_loader != nullptr && !validates(options, ctx.epoch);
+    if (val_loader != nullptr && !ctx.validation_skipped) {
       const EvalResult val = evaluate(
           ctx.saved_model(), loss_fn, *val_loader, ctx.group, options.metrics,
           [&bar](int64_t done, int64_t total) { bar.validating(done, total); }, options.autocast,

@@ -80,6 +80,14 @@ struct FitOptions {
   // without it.
   bool flip_tta = false;
 
+  // Which epochs validate (with a validation loader): Keras' validation_freq, from epoch
+  // validation_from (counted from 1) on, every validation_freq-th epoch, and the last epoch of
+  // the run always. An epoch that does not validate has no "val_" metrics; the callbacks that
+  // monitor one (ModelCheckpoint's best model, EarlyStopping, ReduceLROnPlateauStep) pass over it
+  // as Keras' do (TrainContext::validation_skipped). Validating from a later epoch saves a pass
+  // over the validation data in each epoch before it, where no model worth keeping is expected.
+  int64_t validation_freq = 1;
+  int64_t validation_from = 1;
   // Metrics besides loss and accuracy: each one's value on the training batches of an epoch
   // (History key name()) and on the validation data ("val_" + name()), over all ranks. A run
   // resumed mid-epoch counts that epoch's training batches from the resume on.

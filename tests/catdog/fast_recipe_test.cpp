@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
 
 #include "app_runner.h"
 #include "catdog/commands.h"
@@ -160,10 +162,19 @@ TEST(FastRecipe, TrainsOnTheCpuAndEvaluatesWithTta) {
   for (const std::string& expected :
        {std::string("recipe fast: model resnet18 (stem stride 2), image size 96, batch 4 (short "
                     "last batch left out), validation batch 4, lr 0.002"),
-        std::string("cosine after a 1-epoch warm-up, label smoothing 0, flip TTA on"),
+        std::string("cosine after a 1-epoch warm-up, validating from epoch 16, label smoothing "
+                    "0, flip TTA on"),
         std::string("yours: --batch-size, --epochs, --label-smoothing"), std::string("stay off"),
         std::string("flip TTA in validation"), std::string("validation accuracy:")})
     EXPECT_NE(text.find(expected), std::string::npos) << "no \"" << expected << "\" in " << text;
+  // Validation from epoch 16 of 2: only the last epoch validates.
+  std::istringstream lines(text);
+  std::vector<std::string> validated;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Epoch ", 0) == 0 && line.find("val_accuracy") != std::string::npos)
+      validated.push_back(line.substr(0, 9));
+  }
+  EXPECT_EQ(validated, (std::vector<std::string>{"Epoch 2/2"})) << text;
   ASSERT_TRUE(fs::exists(out)) << text;
 
   const auto [eval_status, eval_text] =

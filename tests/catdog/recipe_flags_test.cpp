@@ -193,6 +193,8 @@ TEST_F(RecipeFlags, ResumeRefusesAnotherResizeWeightDecayOrSchedule) {
   expect_clear_error(with_flag(resume, "--augment", "keras"),
                      "augment = torchvision, this run has keras");
   expect_clear_error(with(resume, {"--drop-last"}), "drop_last = false, this run has true");
+  expect_clear_error(with_flag(resume, "--validation-from", "3"),
+                     "validation = every epoch, this run has from epoch 3, every 1");
   // The same recipe resumes (the values compare as written, 0.05 included) and trains epoch 3.
   const auto [status, text] = testing::run_to_end(resume, root_ + "/resume");
   EXPECT_EQ(status, 0) << text;

@@ -12,9 +12,8 @@ namespace {
 
 std::string bytes_of(const io::SafetensorsSnapshot& snapshot) {
   std::string out;
-  snapshot.write([&out](const void* data, size_t size) {
-    out.append(static_cast<const char*>(data), size);
-  });
+  snapshot.write(
+      [&out](const void* data, size_t size) { out.append(static_cast<const char*>(data), size); });
   return out;
 }
 
@@ -40,7 +39,8 @@ TEST(SafetensorsSnapshotGpu, WritesTheDeviceTensorsAsTheyWereWhileTheyChange) {
   }
   writer.join();
   EXPECT_EQ(written.size(), expected.size());
-  EXPECT_TRUE(written == expected) << "the snapshot's bytes differ from the tensors it was taken of";
+  EXPECT_TRUE(written == expected)
+      << "the snapshot's bytes differ from the tensors it was taken of";
   EXPECT_NE(w.cpu().to_vector<float>(), host_w.to_vector<float>());  // they did change
 }
 
