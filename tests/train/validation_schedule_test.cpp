@@ -54,7 +54,8 @@ TEST(ValidationSchedule, FromAnEpochEveryNthAndTheLast) {
   std::vector<int64_t> printed;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("Epoch ", 0) != 0 || line.find(" step ") != std::string::npos) continue;
-    if (line.find("val_accuracy") != std::string::npos) printed.push_back(std::stoll(line.substr(6)));
+    if (line.find("val_accuracy") != std::string::npos)
+      printed.push_back(std::stoll(line.substr(6)));
   }
   EXPECT_EQ(printed, (std::vector<int64_t>{3, 5, 6}));
   fit.out = nullptr;
