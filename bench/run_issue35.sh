@@ -9,7 +9,8 @@
 #   bench/run_issue35.sh BUILD_DIR OUT_DIR [DATA_DIR]
 # From the environment: SEEDS ("1 2 3 4 5"), TARGET (0.9), TTA_ARGS (more train flags, e.g.
 # "--epochs 10 --batch-size 256"), SKIP_STEPS=1 (only (a)), SKIP_TTA=1 (only (b)), BUDGET_S (560:
-# the step table's torch.compile rows stop in time for the tables to be printed within it).
+# the step table's torch.compile rows stop in time for the tables to be printed within it);
+# CONFIGS and CPU_ROWS=0 choose the step table's rows (bench/run_train_step.sh).
 set -uo pipefail
 usage="usage: bench/run_issue35.sh BUILD_DIR OUT_DIR [DATA_DIR]"
 here=$(cd "$(dirname "$0")" && pwd)

@@ -10,6 +10,8 @@
 # COMPILE_MODE=default compiles without max-autotune (faster to compile). DEADLINE (epoch
 # seconds) bounds the compile rows: one starts only with a minute left and is stopped 20 s before
 # it, so that the tables are always printed (a 570 s device call ran out inside them once).
+# CONFIGS ("model:batch ...", default the six rows) runs only those GPU rows, their compiled rows
+# too, e.g. the ones a call ran out of time for; CPU_ROWS=0 leaves out the two CPU rows.
 #   bench/run_train_step.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build-gpu}
@@ -36,27 +38,27 @@ run() {  # device model batch iters [taskset prefix]
   "$@" python3 bench/train_step_torch.py "${args[@]}" --mode all $( [ "$dev" = cuda ] && echo --cudnn-benchmark ) \
        $( [ "$dev" = cpu ] && echo --threads 2 ) >> "$out"
 }
-for model in seed_cnn classic_cnn resnet18; do
-  for batch in 32 256; do
-    run cuda "$model" "$batch" 200
-  done
+read -r -a configs <<< "${CONFIGS:-seed_cnn:32 seed_cnn:256 classic_cnn:32 classic_cnn:256 resnet18:32 resnet18:256}"
+for config in "${configs[@]}"; do
+  run cuda "${config%%:*}" "${config##*:}" 200
 done
-run cpu seed_cnn 32 50 taskset -c 0,1
-run cpu classic_cnn 32 20 taskset -c 0,1
+if [ "${CPU_ROWS:-1}" != 0 ]; then
+  run cpu seed_cnn 32 50 taskset -c 0,1
+  run cpu classic_cnn 32 20 taskset -c 0,1
+fi
 # After every other row, so a slow or failing compile costs only its own rows.
 if [ "${COMPILE:-1}" != 0 ]; then
-  for model in seed_cnn classic_cnn resnet18; do
-    for batch in 32 256; do
-      left=$(( ${DEADLINE:-$(( $(date +%s) + 100000 ))} - $(date +%s) ))
-      if [ "$left" -lt 60 ]; then
-        echo "run_train_step.sh: no time left for torch.compile of $model at batch $batch" >&2
-        continue
-      fi
-      timeout $(( left - 20 )) python3 bench/train_step_torch.py --model "$model" --batch "$batch" \
-        --device cuda --iters 200 --mode compile \
-        --compile-mode "${COMPILE_MODE:-max-autotune-no-cudagraphs}" >> "$out" \
-        || echo "run_train_step.sh: torch.compile failed or ran out of time for $model at batch $batch" >&2
-    done
+  for config in "${configs[@]}"; do
+    model=${config%%:*} batch=${config##*:}
+    left=$(( ${DEADLINE:-$(( $(date +%s) + 100000 ))} - $(date +%s) ))
+    if [ "$left" -lt 60 ]; then
+      echo "run_train_step.sh: no time left for torch.compile of $model at batch $batch" >&2
+      continue
+    fi
+    timeout $(( left - 20 )) python3 bench/train_step_torch.py --model "$model" --batch "$batch" \
+      --device cuda --iters 200 --mode compile \
+      --compile-mode "${COMPILE_MODE:-max-autotune-no-cudagraphs}" >> "$out" \
+      || echo "run_train_step.sh: torch.compile failed or ran out of time for $model at batch $batch" >&2
   done
 fi
 python3 bench/summarize.py "$out"
