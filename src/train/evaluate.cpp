@@ -40,14 +40,12 @@ EvalResult sum_over_ranks(dist::ProcessGroup& group, const Tensor& loss_sum, con
 // negative logit rather than -inf (the loss stays finite, the decision the same).
 Tensor log_of_sum(const Tensor& s) { return clamp(s, 1e-38, 2.0).log(); }
 
-// [n, k] rows of zeros with a 1 at each class in [0, k), a row of zeros for a class outside it.
-// Unlike one_hot, which checks each batch's classes by waiting for the device, nothing is read
-// back: a pass's labels are checked once at its end (check_labels), so the host queues the next
-// batch while the device works on this one.
-Tensor class_rows(const Tensor& classes, int64_t k) {
-  const Tensor numbers =
-      arange(static_cast<double>(k), TensorOptions(kInt64).device(classes.device()));
-  return eq(classes.reshape({classes.numel(), 1}).to(kInt64), numbers.reshape({1, k})).to(kFloat32);
+// [n, k] rows of zeros with a 1 at each class in [0, k), a row of zeros for a class outside it;
+// `numbers` is [1, k]: 0 .. k-1 on the classes' device. Unlike one_hot, which checks each batch's
+// classes by waiting for the device, nothing is read back: a pass's labels are checked once at
+// its end (check_labels), so the host queues the next batch while the device works on this one.
+Tensor class_rows(const Tensor& classes, const Tensor& numbers) {
+  return eq(classes.reshape({classes.numel(), 1}).to(kInt64), numbers).to(kFloat32);
 }
 
 // The confusion counts every sample of the pass once, unless a label lay outside [0, k).
@@ -113,6 +111,7 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
   // mode each image's outputs do not depend on the others in its batch. A pass of one batch
   // keeps its size: there is no other shape to share, and padding it could multiply its work.
   int64_t first_rows = 0;
+  Tensor class_numbers;
   while (std::optional<data::Batch> batch = loader.next()) {
     const int64_t n = batch->labels.numel();
     if (first_rows == 0) first_rows = n;
@@ -124,9 +123,13 @@ EvalResult evaluate(nn::Module& model, const LossFn& loss_fn, data::DataLoader& 
     loss_sum = loss_sum + loss_fn(outputs, batch->labels) * static_cast<double>(n);
     correct = correct + count_correct(outputs, batch->labels);
     // confusion[t, p] += 1 for each sample: rows(true)^T [K, n] x rows(pred) [n, K].
-    const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
-    const Tensor counts =
-        matmul(class_rows(batch->labels, k).t(), class_rows(predicted_classes(outputs), k));
+    if (!class_numbers.defined()) {  // uploaded once a pass: an upload waits for the device
+      const int64_t k = outputs.size(1) == 1 ? 2 : outputs.size(1);
+      class_numbers =
+          arange(static_cast<double>(k), TensorOptions(kInt64).device(device)).reshape({1, k});
+    }
+    const Tensor counts = matmul(class_rows(batch->labels, class_numbers).t(),
+                                 class_rows(predicted_classes(outputs), class_numbers));
     confusion = confusion.defined() ? confusion + counts : counts;
     for (const MetricPtr& m : metrics) m->update(outputs, batch->labels);
     result.samples += n;
