@@ -1,7 +1,7 @@
 // Internal: flip's backend entry points, called by flip.cpp and implemented by cpu/flip.cpp and
 // cuda/flip.cu. The tensor's dimensions are merged into runs of neighbours that are all flipped
 // or all kept (reversing two neighbouring dimensions reverses their merged one), so an image
-// batch flipped along its width is three runs, [N*C*H] kept, [W] flipped, whatever its rank.
+// batch flipped along its width is two runs, [N*C*H] kept and [W] flipped.
 #pragma once
 
 #include <cstdint>
