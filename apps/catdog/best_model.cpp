@@ -89,14 +89,19 @@ std::string early_stop_line(const TrainArgs& a, int64_t epochs, const train::His
   const int64_t best = train::BestTracker(kMonitor, train::Mode::Max, a.min_delta).replay(history);
   char by[48] = "";
   if (a.min_delta > 0.0) std::snprintf(by, sizeof by, " by more than %g", a.min_delta);
+  // The patience counts the epochs that validated (--validation-freq, --validation-from).
+  int64_t validated = 0;
+  for (int64_t e = best + 1; e <= stopped_epoch; ++e)
+    validated += history.epochs[static_cast<size_t>(e)].count(kMonitor) ? 1 : 0;
+  const bool all = validated == stopped_epoch - best;
   char text[256];
   std::snprintf(text, sizeof text,
                 "loom-catdog: early stopping after epoch %" PRId64 " of %" PRId64
                 ": %s has not improved%s on "
-                "epoch %" PRId64 "'s %.4f for %" PRId64 " epoch%s",
+                "epoch %" PRId64 "'s %.4f for %" PRId64 "%s epoch%s",
                 stopped_epoch + 1, epochs, kMonitor, by, best + 1,
-                history.epochs[static_cast<size_t>(best)].at(kMonitor), stopped_epoch - best,
-                stopped_epoch - best == 1 ? "" : "s");
+                history.epochs[static_cast<size_t>(best)].at(kMonitor), validated,
+                all ? "" : " validated", validated == 1 ? "" : "s");
   return text;
 }
 

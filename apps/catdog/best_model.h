@@ -46,8 +46,9 @@ void save_last(const TrainArgs& a, const nn::Module& model, const io::Preprocess
 std::string saved_summary(const TrainArgs& a, const train::History& history);
 
 // "loom-catdog: early stopping after epoch 20 of 25: val_accuracy has not improved on epoch
-// 16's 0.7645 for 4 epochs" (" by more than 0.01" with --min-delta), or "" when the run did not
-// stop early; `stopped_epoch` is the EarlyStopping's (-1: it did not stop), `epochs` the run's.
+// 16's 0.7645 for 4 epochs" (" by more than 0.01" with --min-delta; "4 validated epochs" when
+// some epochs between skipped validation), or "" when the run did not stop early;
+// `stopped_epoch` is the EarlyStopping's (-1: it did not stop), `epochs` the run's.
 std::string early_stop_line(const TrainArgs& a, int64_t epochs, const train::History& history,
                             int64_t stopped_epoch);
 
