@@ -50,6 +50,15 @@ class RecipeSweep(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(out, name, "seed_1.log")))
                 self.assertFalse([f for f in os.listdir(os.path.join(out, name)) if "safetensors" in f])
 
+    def test_epochs_without_validation_still_time_the_first_epoch_and_the_steps(self):
+        lines = [(0.5, "loom-catdog: header"),
+                 (1.5, "Epoch 1/3 step 10/47 - ETA 1s - 9.00ms/step - 1 img/s - loss 0.6"),
+                 (2.0, "Epoch 1/3 47/47 - 1s - 9.00ms/step - 1 img/s - loss 0.6"),
+                 (2.6, "Epoch 2/3 47/47 - 0s - 6.00ms/step - 1 img/s - loss 0.5 - val_accuracy 0.8500"),
+                 (3.1, "Epoch 3/3 47/47 - 0s - 5.50ms/step - 1 img/s - loss 0.4")]
+        facts = recipe_sweep.epoch_facts(lines)
+        self.assertEqual((facts["first_epoch_s"], facts["ms_per_step"], facts["best_epoch"]), (2.0, 5.5, 2))
+
     def test_a_spent_budget_skips_the_rest(self):
         with tempfile.TemporaryDirectory() as out:
             rc, text = self.run_sweep(out, "--budget", "5", "--only", "fast")
