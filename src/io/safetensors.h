@@ -54,9 +54,9 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
 // A safetensors file's contents taken now and written later, perhaps on another thread (fit's
 // io::BackgroundWriter, while training goes on). Taking one copies each tensor where it lives,
 // so that the in-place updates after it do not reach it: for a CUDA tensor a copy on its
-// device's current stream (resnet18's checkpoint with AdamW's moments, 134 MB, is ~0.1 ms of
-// device time), where bringing it to the host at once held the training thread for tens of
-// milliseconds an epoch. write() brings the bytes to the host a tensor at a time, on a stream
+// device's current stream, where bringing it to the host at once held the training thread for
+// a synchronous copy to pageable memory (resnet18's checkpoint with AdamW's moments is 134 MB,
+// every epoch). write() brings the bytes to the host a tensor at a time, on a stream
 // of its own that waits for those copies and for nothing queued after them, so it neither
 // waits for the training steps that follow nor delays them.
 class SafetensorsSnapshot {

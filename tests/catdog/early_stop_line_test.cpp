@@ -23,8 +23,8 @@ TEST(EarlyStopLine, CountsEveryEpochWhenEachValidated) {
 TEST(EarlyStopLine, CountsOnlyTheValidatedEpochsWhenSomeSkippedValidation) {
   catdog::TrainArgs args;
   args.validation_freq = 2;
-  const train::History h{{skipped(), validated(0.8), skipped(), validated(0.7), skipped(),
-                          validated(0.75)}};
+  const train::History h{
+      {skipped(), validated(0.8), skipped(), validated(0.7), skipped(), validated(0.75)}};
   EXPECT_EQ(catdog::early_stop_line(args, 10, h, 5),
             "loom-catdog: early stopping after epoch 6 of 10: val_accuracy has not improved on "
             "epoch 2's 0.8000 for 2 validated epochs");
