@@ -65,6 +65,29 @@ TEST_P(FitRanks, NRanksOfBatchBTrainAsOneRankOfBatchNB) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, FitRanks, ::testing::Values(2, 4));
 
+// Every rank skips the same validations (a rank that validated alone would wait in the metrics'
+// collectives), and the epoch that validates has one rank's metrics.
+TEST(FitRanksValidation, TwoRanksSkipTheEpochsOneRankSkips) {
+  RankRecipe per_rank;
+  per_rank.epochs = 3;
+  per_rank.validation_from = 3;
+  RankRecipe single = per_rank;
+  single.batch = per_rank.batch * 2;
+  const RankResult one = train_ranks(single, 1)[0];
+  const std::vector<RankResult> ranks = train_ranks(per_rank, 2);
+  for (const RankResult* run : {&one, &ranks[0], &ranks[1]}) {
+    ASSERT_EQ(run->history.epochs.size(), 3u);
+    for (size_t e = 0; e < 3; ++e)
+      EXPECT_EQ(run->history.epochs[e].count("val_accuracy"), e == 2 ? 1u : 0u)
+          << "epoch " << e + 1;
+  }
+  EXPECT_DOUBLE_EQ(ranks[0].history.epochs[2].at("val_accuracy"),
+                   one.history.epochs[2].at("val_accuracy"));
+  expect_relative(ranks[0].history.epochs[2].at("val_loss"), one.history.epochs[2].at("val_loss"),
+                  1e-5, "val_loss");
+  EXPECT_EQ(ranks[1].history.epochs, ranks[0].history.epochs);
+}
+
 void expect_bit_identical(const RankResult& a, const RankResult& b, const std::string& what) {
   ASSERT_EQ(a.own_losses.size(), b.own_losses.size()) << what;
   for (size_t i = 0; i < a.own_losses.size(); ++i) {

@@ -83,10 +83,11 @@ struct RankRecipe {
   double lr = 2e-3;        // Adam; larger steps amplify float32 summation-order differences
   std::string checkpoint;  // shared by all ranks, every `every` steps (empty: none)
   int64_t every = 0;
-  std::string rank_files;   // a folder: each rank logs to files named by its rank there
-  int64_t stop_after = -1;  // crash at this global step
-  bool resume = false;      // continue from `checkpoint`
-  int64_t preempt_at = -1;  // the last rank asks for a preemption at this global step
+  std::string rank_files;       // a folder: each rank logs to files named by its rank there
+  int64_t stop_after = -1;      // crash at this global step
+  bool resume = false;          // continue from `checkpoint`
+  int64_t preempt_at = -1;      // the last rank asks for a preemption at this global step
+  int64_t validation_from = 1;  // FitOptions::validation_from
 };
 
 // One rank's run (group null: alone). The model starts from a rank-dependent initialisation, so
@@ -115,6 +116,7 @@ inline RankResult train_rank(const RankRecipe& r, const dist::GroupPtr& group) {
   fit.epochs = r.epochs;
   fit.out = &printed;
   fit.group = group;
+  fit.validation_from = r.validation_from;
   if (!r.checkpoint.empty()) {
     train::CheckpointOptions c;
     c.path = r.checkpoint;
