@@ -44,9 +44,11 @@ class ThreadsWorld {
   void arrive(int rank, Arrival arrival) {
     std::vector<Arrival> all;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       if (aborted_) {
-        arrival.work->mark_failed(reason_);
+        const std::string reason = reason_;
+        lock.unlock();
+        fail_after_abort(rank, *arrival.work, reason);
         return;
       }
       Slot& slot = slots_[arrival.info.sequence];
@@ -81,10 +83,11 @@ class ThreadsWorld {
       groups = groups_;
     }
     executed_.notify_all();
-    for (const WorkPtr& w : pending) w->mark_failed(message);
+    // The groups first, so that a rank woken by its work's failure finds its group aborted.
     for (auto& g : groups) {
       if (auto group = g.lock()) group->abort(message);
     }
+    for (const WorkPtr& w : pending) w->mark_failed(message);
   }
 
   // "; ranks [2, 3] had not arrived" for a collective still waiting in its slot.
@@ -115,24 +118,34 @@ class ThreadsWorld {
     const std::string reason = reason_;
     lock.unlock();
     if (aborted) {
-      for (Arrival& a : all) a.work->mark_failed(reason);
+      for (size_t r = 0; r < all.size(); ++r) {
+        fail_after_abort(static_cast<int>(r), *all[r].work, reason);
+      }
       return;
     }
     const std::string mismatch = find_mismatch(all);
     if (!mismatch.empty()) {
+      abort_with(mismatch);  // through the groups first, as fail_after_abort does
       for (Arrival& a : all) a.work->mark_failed(mismatch);
-    } else {
-      try {
-        device_.is_cuda() ? run_cuda(all) : run_cpu(all);
-      } catch (const std::exception& e) {
-        for (Arrival& a : all) a.work->mark_failed(e.what());
-      }
+      return;
+    }
+    try {
+      device_.is_cuda() ? run_cuda(all) : run_cpu(all);
+    } catch (const std::exception& e) {
+      for (Arrival& a : all) a.work->mark_failed(e.what());
     }
     lock.lock();
     ++next_;
     lock.unlock();
     executed_.notify_all();
-    if (!mismatch.empty()) abort_with(mismatch);
+  }
+
+  // A work that fails because the world was aborted: its rank's group hears of the abort
+  // first (abort_with may still be on its way to it), so whoever the failure wakes finds the
+  // group aborted. Called without mutex_: the group's abort comes back to abort_with.
+  void fail_after_abort(int rank, Work& work, const std::string& reason) {
+    if (auto group = groups_[static_cast<size_t>(rank)].lock()) group->abort(reason);
+    work.mark_failed(reason);
   }
 
   static std::string find_mismatch(const std::vector<Arrival>& all) {
@@ -259,7 +272,7 @@ class ThreadsWorld {
   uint64_t next_ = 0;  // the sequence number to run next
   bool aborted_ = false;
   std::string reason_;
-  std::vector<std::weak_ptr<ProcessGroup>> groups_;
+  std::vector<std::weak_ptr<ProcessGroup>> groups_;  // by rank; complete before any rank runs
 };
 
 class ThreadsGroup : public ProcessGroup {
