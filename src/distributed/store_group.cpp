@@ -173,10 +173,11 @@ class StoreGroup final : public ProcessGroup {
         task.work->mark_completed();
       } catch (const std::exception& e) {
         const std::string reason = e.what();
-        task.work->mark_failed(reason);
         // Some ranks may have finished this round and others not: the rounds are out of step
-        // and no later collective of this group could be trusted.
+        // and no later collective of this group could be trusted. The abort comes first, so
+        // that the waiter the failure wakes finds the group aborted.
         abort(reason);
+        task.work->mark_failed(reason);
       }
     }
   }

@@ -252,8 +252,8 @@ void Worker::serve(const Task& task) {
     request = issue(info, task.input, task.output, comm_);
   } catch (const Error& e) {
     // Nothing is pending in MPI, but the other ranks would wait for this rank: abort.
-    task.work->mark_failed(e.what());
     abort_group(detail::concat(info.describe(), " could not start: ", e.what()));
+    task.work->mark_failed(e.what());
     return;
   }
   if (!await(task, &request, nullptr)) return;
@@ -278,8 +278,8 @@ bool Worker::guard_matches(const Task& task) {
     LOOM_MPI_CHECK(
         MPI_Iallreduce(MPI_IN_PLACE, guard->data(), 2, MPI_UINT64_T, MPI_MAX, comm_, &request));
   } catch (const Error& e) {
-    task.work->mark_failed(e.what());
     abort_group(detail::concat(info.describe(), " could not start its check: ", e.what()));
+    task.work->mark_failed(e.what());
     return false;
   }
   if (!await(task, &request, guard)) return false;
@@ -289,8 +289,8 @@ bool Worker::guard_matches(const Task& task) {
       "collectives differ across ranks: ", who_, " called ", info.describe(),
       " while another rank called a different collective, size or sequence number (nothing "
       "was sent; LOOM_DIST_CHECK=1 names every rank's call)");
-  task.work->mark_failed(reason);
   abort_group(reason);
+  task.work->mark_failed(reason);
   return false;
 }
 
@@ -304,15 +304,15 @@ bool Worker::await(const Task& task, MPI_Request* request, std::shared_ptr<const
   switch (outcome) {
     case Outcome::Failed: {
       const std::string reason = detail::concat(info.describe(), " failed in MPI: ", error);
-      task.work->mark_failed(reason);
       abort_group(reason);
+      task.work->mark_failed(reason);
       break;
     }
     case Outcome::TimedOut: {
       const std::string reason = detail::concat(
           info.describe(), " timed out waiting for the other ranks (the group's timeout passed)");
-      task.work->mark_failed(reason);
       abort_group(reason);
+      task.work->mark_failed(reason);
       break;
     }
     case Outcome::Aborted:
