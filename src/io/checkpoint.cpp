@@ -147,7 +147,8 @@ PreparedFile prepare_checkpoint(const std::string& path, const nn::Module& model
                                 const Preprocessing& preprocessing) {
   NamedTensors tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors.insert(kModelPrefix + name, tensor);
-  const optim::OptimizerState optim_state = optimizer.state_dict();
+  // The snapshot below copies every tensor, the optimizer's buffers too.
+  const optim::OptimizerState optim_state = optimizer.state_references();
   for (const auto& [name, tensor] : optim_state.tensors)
     tensors.insert(kOptimPrefix + name, tensor);
   LOOM_CHECK(state.loss_sum.defined() == state.correct_sum.defined(), "save_checkpoint(", path,

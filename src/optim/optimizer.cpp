@@ -205,7 +205,11 @@ int64_t Optimizer::step_count(size_t param_index) const {
   return states_[param_index].step;
 }
 
-OptimizerState Optimizer::state_dict() const {
+OptimizerState Optimizer::state_dict() const { return state(/*copy=*/true); }
+
+OptimizerState Optimizer::state_references() const { return state(/*copy=*/false); }
+
+OptimizerState Optimizer::state(bool copy) const {
   NoGradGuard no_grad;
   OptimizerState out;
   out.optimizer = name_;
@@ -219,7 +223,7 @@ OptimizerState Optimizer::state_dict() const {
       const ParamState& state = states_[index];
       out.scalars[state_key(index, "step")] = static_cast<double>(state.step);
       for (const auto& [name, buf] : state.buffers)
-        out.tensors[state_key(index, name)] = buf.clone();
+        out.tensors[state_key(index, name)] = copy ? buf.clone() : buf;
     }
   }
   return out;

@@ -108,6 +108,10 @@ class Optimizer {
   int64_t step_count(size_t param_index) const;
 
   OptimizerState state_dict() const;
+  // state_dict() without its copies: the tensors are the optimizer's own buffers, which the next
+  // step() changes in place. For a caller that copies them before then (a checkpoint's snapshot
+  // does), so they are copied once, not twice.
+  OptimizerState state_references() const;
   // Restores hyperparameters, step counts and buffers. Throws loom::Error (and changes nothing)
   // when the type, the number of groups or parameters, a buffer's shape, or a key differs.
   void load_state_dict(const OptimizerState& state);
@@ -143,6 +147,7 @@ class Optimizer {
   virtual std::vector<std::string> buffer_names(const GroupOptions& options) const = 0;
 
  private:
+  OptimizerState state(bool copy) const;
   void check_params(const std::vector<Tensor>& params) const;
 
   std::string name_;

@@ -2,6 +2,9 @@
 // uninterrupted run, that the snapshot does not move, and every load error (which must leave
 // the optimizer unchanged).
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "loom/optim/optim.h"
 #include "testing.h"
@@ -101,6 +104,34 @@ TEST(OptimizerState, HoldsNamedBuffersStepsAndOptionsAsASnapshot) {
   opt.load_state_dict(state);
   EXPECT_EQ(opt.lr(), 0.01);
   EXPECT_EQ(opt.step_count(0), 1);
+}
+
+TEST(OptimizerState, ReferencesAreTheBuffersThemselvesAndTheDictIsACopy) {
+  for (const auto& [name, make] : factories()) {
+    SCOPED_TRACE(name);
+    std::vector<Tensor> params = make_params();
+    auto opt = make(params);
+    step_with_grads(*opt, params, 0);
+    const OptimizerState copied = opt->state_dict();
+    const OptimizerState referenced = opt->state_references();
+    EXPECT_EQ(referenced.optimizer, copied.optimizer);
+    EXPECT_EQ(referenced.scalars, copied.scalars);
+    ASSERT_EQ(referenced.tensors.size(), copied.tensors.size());
+    ASSERT_FALSE(referenced.tensors.empty());
+    std::map<std::string, std::vector<double>> before;
+    for (const auto& [key, t] : copied.tensors) {
+      EXPECT_EQ(referenced.tensors.at(key).to_vector<double>(), t.to_vector<double>()) << key;
+      EXPECT_NE(referenced.tensors.at(key).raw_data(), t.raw_data()) << key;
+      before[key] = t.to_vector<double>();
+    }
+    step_with_grads(*opt, params, 1);  // changes every buffer in place
+    const OptimizerState after = opt->state_dict();
+    for (const auto& [key, t] : referenced.tensors) {
+      EXPECT_EQ(t.to_vector<double>(), after.tensors.at(key).to_vector<double>()) << key;
+      EXPECT_NE(t.to_vector<double>(), before.at(key)) << key;
+      EXPECT_EQ(copied.tensors.at(key).to_vector<double>(), before.at(key)) << key;
+    }
+  }
 }
 
 TEST(OptimizerState, LoadErrorsNameTheProblemAndChangeNothing) {
