@@ -71,9 +71,10 @@ struct ParamGroup {
   std::optional<GroupOptions> options;
 };
 
-// A snapshot of an optimizer for checkpoints. Tensors are copies (later steps do not change
-// them), named "state.<i>.<buffer>" where i counts parameters across groups in order; scalars
-// hold the step counts ("state.<i>.step") and each group's hyperparameters ("group.<g>.lr").
+// A snapshot of an optimizer for checkpoints. Tensors are copies from state_dict() (later steps
+// do not change them) and the buffers themselves from state_references(), named
+// "state.<i>.<buffer>" where i counts parameters across groups in order; scalars hold the step
+// counts ("state.<i>.step") and each group's hyperparameters ("group.<g>.lr").
 struct OptimizerState {
   std::string optimizer;  // "SGD", "Adam", "AdamW": load_state_dict refuses another type
   std::map<std::string, Tensor> tensors;
